@@ -1,0 +1,126 @@
+import type { DType } from '../tensor/dtype.js';
+import type { Shape } from '../tensor/shape.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { ForwardBatch } from './forward-batch.js';
+
+/**
+ * Shape legend (docs/architecture.md): T tokens in the step, D hidden, H query heads,
+ * Hkv KV heads, Dh head dim, E experts, K experts per token, I expert width, V vocab,
+ * P pages, S page size.
+ *
+ * Contract for every op: outputs are caller-provided tensors of exactly the documented
+ * shape (checked), inputs are never modified unless the op says "in place", and an op may
+ * be recorded into a CUDA graph, so it must not read tensor contents back to the host.
+ */
+export interface Backend {
+  readonly name: 'cpu' | 'cuda';
+
+  /** A zero-filled tensor. */
+  alloc(shape: Shape, dtype: DType): Tensor;
+  /** Copies host data in. `dtype` is the storage the caller wants ('bf16' may be kept as f32 by a float32 backend). */
+  upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor;
+  /** Copies a float tensor out as float32 (synchronises). */
+  readF32(t: Tensor): Float32Array;
+  /** Copies an i32 tensor out (synchronises). */
+  readI32(t: Tensor): Int32Array;
+  free(t: Tensor): void;
+  /** Same storage, another shape with the same element count. */
+  view(t: Tensor, shape: Shape): Tensor;
+  /** Rows [start, start+count) of the outermost dimension, sharing storage. */
+  rows(t: Tensor, start: number, count: number): Tensor;
+
+  /** Derives and stores the per-token arrays of a step (positions, slots, ids). */
+  prepareBatch(batch: ForwardBatch): BatchMeta;
+
+  /** out[t] = table[ids[t]]. out [T, D], table [V, D]. */
+  embedding(out: Tensor, table: Tensor, meta: BatchMeta): void;
+  /** Gemma RMSNorm over rows of w.length: out = x/rms(x) * (1 + w), computed in f32. out may be x. */
+  rmsNorm(out: Tensor, x: Tensor, w: Tensor, eps: number): void;
+  /** residual += x (in place), then out = rmsNorm(residual). */
+  addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void;
+  /** out [M, N] = x [M, K] · w [N, K]^T. */
+  matmul(out: Tensor, x: Tensor, w: Tensor): void;
+  /** out = a + b, same shapes. out may alias a. */
+  add(out: Tensor, a: Tensor, b: Tensor): void;
+  /** In-place partial NeoX RoPE on x [T, nHeads*Dh]: pairs (i, i + rotaryDim/2), i < rotaryDim/2. */
+  rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void;
+  /** Scatters x [T, W] into cache [P, S, W] at each token's slot. */
+  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void;
+  /**
+   * Causal GQA attention of q [T, H*Dh] over the paged caches k, v [P, S, Hkv*Dh] (this step's
+   * K/V already written). With `blocks` [Hkv, T, topk] (i32, −1 = unused) each KV group only
+   * attends to the listed S-sized blocks. out [T, H*Dh].
+   */
+  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, meta: BatchMeta, o: AttentionOptions): void;
+  /** MSA block selection: out [Hkv, T, topk] i32 from idxQ [T, Hidx*Didx] and idxK cache [P, S, Didx]. */
+  msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void;
+  /** SwiGLU-OAI on gate|up halves: gu [M, 2I] -> out [M, I]. */
+  swigluOai(out: Tensor, gateUp: Tensor, alpha: number, limit: number): void;
+  /**
+   * Router: sigmoid(logits [T, E]) with the bias for selection only; the top-K ids (sorted
+   * by biased score, descending) into ids [T, K'] and renormalised, scaled weights [T, K'].
+   * With `sharedExpertId` set, K' = K + 1 and column K is that id with weight exactly 1.0.
+   */
+  routerTopK(ids: Tensor, weights: Tensor, logits: Tensor, bias: Tensor | null, o: RouterOptions): void;
+  /**
+   * out [T, D] = Σ_j weights[t, j] · Expert_{ids[t, j]}(x[t]) over experts this rank holds
+   * (global ids firstExpert .. firstExpert+E_local-1; other ids contribute nothing).
+   * Expert e: down[e] · swigluOai(gateUp[e] · x). gateUp [E_local, 2I, D], down [E_local, D, I].
+   */
+  moe(out: Tensor, x: Tensor, ids: Tensor, weights: Tensor, experts: ExpertWeights, o: MoeOptions): void;
+  /** out [R, D] = x rows listed in meta.logitRows. */
+  gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void;
+  /** Waits for queued work (no-op on the CPU). */
+  synchronize(): void;
+}
+
+/** Backend-owned per-step metadata. `numTokens` and `numLogitRows` are host numbers. */
+export interface BatchMeta {
+  readonly batch: ForwardBatch;
+  readonly numTokens: number;
+  readonly numLogitRows: number;
+}
+
+export interface RopeOptions {
+  readonly numHeads: number;
+  readonly headDim: number;
+  readonly rotaryDim: number;
+  readonly theta: number;
+}
+
+export interface AttentionOptions {
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly scale: number;
+  /** MSA: [Hkv, T, topk] selected block ids, or null for dense causal attention. */
+  readonly blocks: Tensor | null;
+}
+
+export interface MsaOptions {
+  readonly numIndexHeads: number;
+  readonly indexDim: number;
+  readonly topk: number;
+  readonly initBlocks: number;
+  readonly localBlocks: number;
+}
+
+export interface RouterOptions {
+  readonly topK: number;
+  readonly scale: number;
+  readonly sharedExpertId: number | null;
+}
+
+export interface ExpertWeights {
+  /** [E_local, 2I, D]: gate rows then up rows. */
+  readonly gateUp: Tensor;
+  /** [E_local, D, I]. */
+  readonly down: Tensor;
+  readonly firstExpert: number;
+  readonly numLocalExperts: number;
+}
+
+export interface MoeOptions {
+  readonly alpha: number;
+  readonly limit: number;
+}

@@ -1,0 +1,76 @@
+/**
+ * The contract between the server (text, HTTP) and the engine (tokens, batching).
+ * The engine sees token ids only; the server owns tokenization, chat templates,
+ * stop strings (it aborts the request when one appears) and output parsing.
+ */
+export interface SamplingParams {
+  /** 0 = greedy. */
+  readonly temperature: number;
+  readonly topP: number;
+  /** 0 or -1 = disabled. */
+  readonly topK: number;
+  readonly minP: number;
+  readonly presencePenalty: number;
+  readonly frequencyPenalty: number;
+  readonly repetitionPenalty: number;
+  /** Seeded per-request RNG when set; otherwise a random seed. */
+  readonly seed: number | null;
+}
+
+export interface GenerateRequest {
+  readonly id: string;
+  readonly promptIds: readonly number[];
+  readonly sampling: SamplingParams;
+  readonly maxTokens: number;
+  /** Token ids that end generation with finish_reason "stop" (EOS ids are added by the engine unless ignoreEos). */
+  readonly stopTokenIds: readonly number[];
+  readonly ignoreEos: boolean;
+  /** Number of top logprobs to return per token; null = no logprobs. */
+  readonly logprobs: number | null;
+  readonly returnRoutedExperts: boolean;
+}
+
+export interface TokenEvent {
+  readonly type: 'token';
+  readonly tokenId: number;
+  readonly logprob?: number;
+  readonly topLogprobs?: readonly { readonly tokenId: number; readonly logprob: number }[];
+  /** layer index -> routed expert ids of this token (the K routed ones; K+1 with shared fusion). */
+  readonly routedExperts?: Readonly<Record<string, readonly number[]>>;
+}
+
+export interface FinishEvent {
+  readonly type: 'finish';
+  /** "stop": a stop token (EOS) was produced; "length": max_tokens or the context limit; "abort": cancelled. */
+  readonly reason: 'stop' | 'length' | 'abort';
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  /** Prompt tokens served from the prefix cache. */
+  readonly cachedTokens: number;
+}
+
+export interface ErrorEvent {
+  readonly type: 'error';
+  readonly message: string;
+}
+
+export type EngineEvent = TokenEvent | FinishEvent | ErrorEvent;
+
+export interface EngineStats {
+  readonly numRunning: number;
+  readonly numWaiting: number;
+  readonly kvPagesUsed: number;
+  readonly kvPagesTotal: number;
+  readonly prefixCacheHitTokens: number;
+  readonly promptTokensTotal: number;
+}
+
+export interface Engine {
+  /** Streams events for one request; aborting `signal` ends it with a finish "abort" and frees its pages. */
+  generate(req: GenerateRequest, signal?: AbortSignal): AsyncIterable<EngineEvent>;
+  stats(): EngineStats;
+  /** Max context length (prompt + completion). */
+  readonly maxModelLen: number;
+  /** Stops accepting requests, finishes in-flight ones, then releases resources. */
+  shutdown(): Promise<void>;
+}

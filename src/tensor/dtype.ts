@@ -1,0 +1,52 @@
+/** Element types moeserve handles. `f8e4m3` and `u8` appear only in checkpoints. */
+export type DType = 'f32' | 'f16' | 'bf16' | 'i32' | 'u8' | 'f8e4m3';
+
+export const DTYPE_BYTES: Readonly<Record<DType, number>> = {
+  f32: 4,
+  f16: 2,
+  bf16: 2,
+  i32: 4,
+  u8: 1,
+  f8e4m3: 1,
+};
+
+const f32Scratch = new Float32Array(1);
+const u32Scratch = new Uint32Array(f32Scratch.buffer);
+
+/** bf16 bits -> float32 value (exact). */
+export function bf16ToF32(bits: number): number {
+  u32Scratch[0] = (bits & 0xffff) << 16;
+  return f32Scratch[0]!;
+}
+
+/** float32 value -> bf16 bits, round to nearest even (NaN kept quiet). */
+export function f32ToBf16(value: number): number {
+  f32Scratch[0] = value;
+  const x = u32Scratch[0]!;
+  if ((x & 0x7f800000) === 0x7f800000 && (x & 0x007fffff) !== 0) return (x >>> 16) | 0x40;
+  return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+/** IEEE half bits -> float32 value. */
+export function f16ToF32(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exp = (bits >>> 10) & 0x1f;
+  const man = bits & 0x3ff;
+  if (exp === 0) return sign * man * 2 ** -24;
+  if (exp === 31) return man ? NaN : sign * Infinity;
+  return sign * (1 + man / 1024) * 2 ** (exp - 15);
+}
+
+/** float8 e4m3fn: bias 7, no infinities, 0x7f/0xff are NaN, max finite 448. */
+export const F8E4M3_TABLE: Float32Array = (() => {
+  const t = new Float32Array(256);
+  for (let b = 0; b < 256; b++) {
+    const sign = b & 0x80 ? -1 : 1;
+    const e = (b >>> 3) & 0xf;
+    const m = b & 0x7;
+    if (e === 15 && m === 7) t[b] = NaN;
+    else if (e === 0) t[b] = sign * (m / 8) * 2 ** -6;
+    else t[b] = sign * (1 + m / 8) * 2 ** (e - 7);
+  }
+  return t;
+})();
