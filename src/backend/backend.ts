@@ -51,7 +51,14 @@ export interface Backend {
    * K/V already written). With `blocks` [Hkv, T, topk] (i32, −1 = unused) each KV group only
    * attends to the listed S-sized blocks. out [T, H*Dh].
    */
-  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, meta: BatchMeta, o: AttentionOptions): void;
+  attention(
+    out: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    meta: BatchMeta,
+    o: AttentionOptions,
+  ): void;
   /** MSA block selection: out [Hkv, T, topk] i32 from idxQ [T, Hidx*Didx] and idxK cache [P, S, Didx]. */
   msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void;
   /** SwiGLU-OAI on gate|up halves: gu [M, 2I] -> out [M, I]. */
@@ -61,13 +68,26 @@ export interface Backend {
    * by biased score, descending) into ids [T, K'] and renormalised, scaled weights [T, K'].
    * With `sharedExpertId` set, K' = K + 1 and column K is that id with weight exactly 1.0.
    */
-  routerTopK(ids: Tensor, weights: Tensor, logits: Tensor, bias: Tensor | null, o: RouterOptions): void;
+  routerTopK(
+    ids: Tensor,
+    weights: Tensor,
+    logits: Tensor,
+    bias: Tensor | null,
+    o: RouterOptions,
+  ): void;
   /**
    * out [T, D] = Σ_j weights[t, j] · Expert_{ids[t, j]}(x[t]) over experts this rank holds
    * (global ids firstExpert .. firstExpert+E_local-1; other ids contribute nothing).
    * Expert e: down[e] · swigluOai(gateUp[e] · x). gateUp [E_local, 2I, D], down [E_local, D, I].
    */
-  moe(out: Tensor, x: Tensor, ids: Tensor, weights: Tensor, experts: ExpertWeights, o: MoeOptions): void;
+  moe(
+    out: Tensor,
+    x: Tensor,
+    ids: Tensor,
+    weights: Tensor,
+    experts: ExpertWeights,
+    o: MoeOptions,
+  ): void;
   /** out [R, D] = x rows listed in meta.logitRows. */
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void;
   /** Waits for queued work (no-op on the CPU). */

@@ -47,7 +47,9 @@ export function layoutBatch(batch: ForwardBatch): BatchLayout {
   let t = 0;
   batch.seqs.forEach((seq, s) => {
     if (seq.pageTable.length * S < seq.numCached + seq.numNew) {
-      throw new Error(`batch: sequence ${s} needs ${seq.numCached + seq.numNew} slots, its page table has ${seq.pageTable.length} pages of ${S}`);
+      throw new Error(
+        `batch: sequence ${s} needs ${seq.numCached + seq.numNew} slots, its page table has ${seq.pageTable.length} pages of ${S}`,
+      );
     }
     for (let i = 0; i < seq.numNew; i++, t++) {
       const pos = seq.numCached + i;

@@ -67,34 +67,60 @@ type Json = Record<string, unknown>;
 function field<T>(obj: Json, key: string, kind: 'number' | 'boolean' | 'string', where: string): T {
   const v = obj[key];
   if (typeof v !== kind) {
-    throw new ConfigError(`${where}: field "${key}" is ${v === undefined ? 'missing' : `not a ${kind} (${JSON.stringify(v)})`}`);
+    throw new ConfigError(
+      `${where}: field "${key}" is ${v === undefined ? 'missing' : `not a ${kind} (${JSON.stringify(v)})`}`,
+    );
   }
   return v as T;
 }
 
-function optional<T>(obj: Json, key: string, kind: 'number' | 'boolean' | 'string', fallback: T, where: string): T {
+function optional<T>(
+  obj: Json,
+  key: string,
+  kind: 'number' | 'boolean' | 'string',
+  fallback: T,
+  where: string,
+): T {
   return obj[key] === undefined || obj[key] === null ? fallback : field<T>(obj, key, kind, where);
 }
 
-function layerFlags(obj: Json, key: string, numLayers: number, where: string, fallback: boolean): boolean[] {
+function layerFlags(
+  obj: Json,
+  key: string,
+  numLayers: number,
+  where: string,
+  fallback: boolean,
+): boolean[] {
   const v = obj[key];
   if (v === undefined) return new Array<boolean>(numLayers).fill(fallback);
   if (typeof v === 'number') {
     // An integer frequency k: every k-th layer (as some configs write moe_layer_freq = 1).
     return Array.from({ length: numLayers }, (_, i) => v > 0 && (i + 1) % v === 0);
   }
-  if (!Array.isArray(v) || v.length !== numLayers || v.some((x) => x !== 0 && x !== 1 && typeof x !== 'boolean')) {
-    throw new ConfigError(`${where}: field "${key}" must be a list of ${numLayers} zeros and ones (num_hidden_layers)`);
+  if (
+    !Array.isArray(v) ||
+    v.length !== numLayers ||
+    v.some((x) => x !== 0 && x !== 1 && typeof x !== 'boolean')
+  ) {
+    throw new ConfigError(
+      `${where}: field "${key}" must be a list of ${numLayers} zeros and ones (num_hidden_layers)`,
+    );
   }
   return v.map((x) => x === 1 || x === true);
 }
 
-function parseSparse(text: Json, numLayers: number, where: string): { sparse: SparseAttentionConfig | null; layers: boolean[] } {
+function parseSparse(
+  text: Json,
+  numLayers: number,
+  where: string,
+): { sparse: SparseAttentionConfig | null; layers: boolean[] } {
   const raw = text['sparse_attention_config'] as Json | undefined;
-  if (!raw || raw['use_sparse_attention'] !== true) return { sparse: null, layers: new Array<boolean>(numLayers).fill(false) };
+  if (!raw || raw['use_sparse_attention'] !== true)
+    return { sparse: null, layers: new Array<boolean>(numLayers).fill(false) };
   const w = `${where}.sparse_attention_config`;
   const scoreType = optional<string>(raw, 'sparse_score_type', 'string', 'max', w);
-  if (scoreType !== 'max') throw new ConfigError(`${w}: sparse_score_type "${scoreType}" is not supported (only "max")`);
+  if (scoreType !== 'max')
+    throw new ConfigError(`${w}: sparse_score_type "${scoreType}" is not supported (only "max")`);
   const sparse: SparseAttentionConfig = {
     indexDim: field(raw, 'sparse_index_dim', 'number', w),
     numIndexHeads: field(raw, 'sparse_num_index_heads', 'number', w),
@@ -113,11 +139,20 @@ function parseQuant(top: Json, text: Json, where: string): QuantizationConfig {
   const method = q['quant_method'];
   const block = q['weight_block_size'];
   if (method !== 'fp8' && method !== 'mxfp8') {
-    throw new ConfigError(`${where}: quantization_config.quant_method "${String(method)}" is not supported (fp8, mxfp8)`);
+    throw new ConfigError(
+      `${where}: quantization_config.quant_method "${String(method)}" is not supported (fp8, mxfp8)`,
+    );
   }
   const fallback: [number, number] = method === 'fp8' ? [128, 128] : [1, 32];
-  if (block !== undefined && (!Array.isArray(block) || block.length !== 2 || !block.every((b) => Number.isInteger(b) && b > 0))) {
-    throw new ConfigError(`${where}: quantization_config.weight_block_size must be two positive integers`);
+  if (
+    block !== undefined &&
+    (!Array.isArray(block) ||
+      block.length !== 2 ||
+      !block.every((b) => Number.isInteger(b) && b > 0))
+  ) {
+    throw new ConfigError(
+      `${where}: quantization_config.weight_block_size must be two positive integers`,
+    );
   }
   return { method, blockSize: (block as [number, number] | undefined) ?? fallback };
 }
@@ -133,11 +168,14 @@ export function parseModelConfig(top: Json, where = 'config.json'): ModelConfig 
   const topType = top['model_type'];
   const isVl = topType === 'minimax_m3_vl';
   const text = isVl ? (top['text_config'] as Json | undefined) : top;
-  if (!text || typeof text !== 'object') throw new ConfigError(`${where}: field "text_config" is missing for model_type minimax_m3_vl`);
+  if (!text || typeof text !== 'object')
+    throw new ConfigError(`${where}: field "text_config" is missing for model_type minimax_m3_vl`);
   const w = isVl ? `${where}: text_config` : where;
   const textType = text['model_type'];
   if (!isVl && topType !== 'minimax_m3') {
-    throw new ConfigError(`${where}: model_type "${String(topType)}" is not supported (minimax_m3, minimax_m3_vl)`);
+    throw new ConfigError(
+      `${where}: model_type "${String(topType)}" is not supported (minimax_m3, minimax_m3_vl)`,
+    );
   }
   if (isVl && textType !== undefined && textType !== 'minimax_m3' && textType !== 'minimax_m2') {
     throw new ConfigError(`${w}: model_type "${String(textType)}" is not a MiniMax-M3 text model`);
@@ -192,18 +230,37 @@ function validate(c: ModelConfig, w: string): void {
   const fail = (msg: string): never => {
     throw new ConfigError(`${w}: ${msg}`);
   };
-  for (const [k, v] of Object.entries({ hidden_size: c.hiddenSize, num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, head_dim: c.headDim, vocab_size: c.vocabSize })) {
+  for (const [k, v] of Object.entries({
+    hidden_size: c.hiddenSize,
+    num_hidden_layers: c.numLayers,
+    num_attention_heads: c.numHeads,
+    num_key_value_heads: c.numKvHeads,
+    head_dim: c.headDim,
+    vocab_size: c.vocabSize,
+  })) {
     if (!Number.isInteger(v) || v <= 0) fail(`field "${k}" must be a positive integer (got ${v})`);
   }
-  if (c.numHeads % c.numKvHeads !== 0) fail(`num_attention_heads (${c.numHeads}) is not a multiple of num_key_value_heads (${c.numKvHeads})`);
-  if (c.rotaryDim % 2 !== 0 || c.rotaryDim > c.headDim) fail(`rotary_dim (${c.rotaryDim}) must be even and at most head_dim (${c.headDim})`);
+  if (c.numHeads % c.numKvHeads !== 0)
+    fail(
+      `num_attention_heads (${c.numHeads}) is not a multiple of num_key_value_heads (${c.numKvHeads})`,
+    );
+  if (c.rotaryDim % 2 !== 0 || c.rotaryDim > c.headDim)
+    fail(`rotary_dim (${c.rotaryDim}) must be even and at most head_dim (${c.headDim})`);
   if (c.moeLayers.some(Boolean)) {
-    if (c.numExperts <= 0) fail('field "num_local_experts" must be positive when moe_layer_freq has MoE layers');
-    if (c.numExpertsPerTok <= 0 || c.numExpertsPerTok > c.numExperts) fail(`num_experts_per_tok (${c.numExpertsPerTok}) must be in 1..num_local_experts (${c.numExperts})`);
+    if (c.numExperts <= 0)
+      fail('field "num_local_experts" must be positive when moe_layer_freq has MoE layers');
+    if (c.numExpertsPerTok <= 0 || c.numExpertsPerTok > c.numExperts)
+      fail(
+        `num_experts_per_tok (${c.numExpertsPerTok}) must be in 1..num_local_experts (${c.numExperts})`,
+      );
   }
   if (c.sparse) {
-    if (c.sparse.numIndexHeads !== c.numKvHeads) fail(`sparse_num_index_heads (${c.sparse.numIndexHeads}) must equal num_key_value_heads (${c.numKvHeads})`);
-    if (c.sparse.topkBlocks < 1 + c.sparse.initBlocks) fail('sparse_topk_blocks must leave room for the local block');
+    if (c.sparse.numIndexHeads !== c.numKvHeads)
+      fail(
+        `sparse_num_index_heads (${c.sparse.numIndexHeads}) must equal num_key_value_heads (${c.numKvHeads})`,
+      );
+    if (c.sparse.topkBlocks < 1 + c.sparse.initBlocks)
+      fail('sparse_topk_blocks must leave room for the local block');
   }
 }
 

@@ -1,0 +1,8 @@
+import type { Command } from './command.js';
+
+/**
+ * The registry of subcommands. Each entry is loaded lazily so that a command's
+ * dependencies (CUDA, HTTP server, ...) are only imported when it runs.
+ */
+export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Promise<Command> }>> =
+  {};
