@@ -37,6 +37,11 @@ export interface TokenEvent {
   readonly topLogprobs?: readonly { readonly tokenId: number; readonly logprob: number }[];
   /** layer index -> routed expert ids of this token (the K routed ones; K+1 with shared fusion). */
   readonly routedExperts?: Readonly<Record<string, readonly number[]>>;
+  /**
+   * True when this token ends generation with finish "stop" (an EOS or stop token id). It is
+   * counted in completionTokens; the server decides whether to render it (OpenAI does not).
+   */
+  readonly isStopToken?: boolean;
 }
 
 export interface FinishEvent {
@@ -63,6 +68,10 @@ export interface EngineStats {
   readonly kvPagesTotal: number;
   readonly prefixCacheHitTokens: number;
   readonly promptTokensTotal: number;
+  /** Times a running request was preempted (its pages freed, recomputed later). */
+  readonly numPreemptions?: number;
+  /** Free pages that still hold a reusable prefix-cache entry (counted as free, not used). */
+  readonly kvPagesCached?: number;
 }
 
 export interface Engine {
