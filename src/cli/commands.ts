@@ -5,4 +5,9 @@ import type { Command } from './command.js';
  * dependencies (CUDA, HTTP server, ...) are only imported when it runs.
  */
 export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Promise<Command> }>> =
-  {};
+  {
+    serve: {
+      summary: 'serve a model over an OpenAI-compatible HTTP API',
+      load: async () => (await import('./serve-command.js')).serveCommand,
+    },
+  };
