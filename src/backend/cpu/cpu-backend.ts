@@ -1,0 +1,254 @@
+import type {
+  AttentionOptions,
+  Backend,
+  BatchMeta,
+  ExpertWeights,
+  MoeOptions,
+  MsaOptions,
+  RopeOptions,
+  RouterOptions,
+} from '../backend.js';
+import { layoutBatch, type BatchLayout, type ForwardBatch } from '../forward-batch.js';
+import type { DType } from '../../tensor/dtype.js';
+import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import { CpuTensor, f32, i32 } from './cpu-tensor.js';
+import { pagedAttention, writeCacheRows } from './ops/attention.js';
+import { matmulF32 } from './ops/matmul.js';
+import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
+import { msaSelectBlocks } from './ops/msa-select.js';
+import { addRmsNormRows, rmsNormRows } from './ops/norm.js';
+import { ropeNeox } from './ops/rope.js';
+
+interface CpuBatchMeta extends BatchMeta {
+  readonly layout: BatchLayout;
+}
+
+/**
+ * The float32 reference backend: every float dtype is stored as float32 and accumulated in
+ * float64. Every other backend is tested against this one.
+ */
+export class CpuBackend implements Backend {
+  readonly name = 'cpu' as const;
+
+  alloc(shape: Shape, dtype: DType): Tensor {
+    const n = numel(shape);
+    return new CpuTensor(shape, dtype, dtype === 'i32' ? new Int32Array(n) : new Float32Array(n));
+  }
+
+  upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
+    if (dtype === 'i32') return new CpuTensor(shape, dtype, Int32Array.from(data));
+    return new CpuTensor(
+      shape,
+      dtype,
+      data instanceof Float32Array ? data : Float32Array.from(data),
+    );
+  }
+
+  readF32(t: Tensor): Float32Array {
+    return f32(t, 'readF32').slice();
+  }
+
+  readI32(t: Tensor): Int32Array {
+    return i32(t, 'readI32').slice();
+  }
+
+  free(_t: Tensor): void {}
+
+  view(t: Tensor, shape: Shape): Tensor {
+    const c = t as CpuTensor;
+    if (numel(shape) !== c.data.length)
+      throw new Error(`view: ${shapeStr(t.shape)} cannot be viewed as ${shapeStr(shape)}`);
+    return new CpuTensor(shape, t.dtype, c.data);
+  }
+
+  rows(t: Tensor, start: number, count: number): Tensor {
+    const c = t as CpuTensor;
+    const rowSize = numel(t.shape.slice(1));
+    if (start < 0 || start + count > (t.shape[0] ?? 0))
+      throw new Error(`rows: [${start}, ${start + count}) outside ${shapeStr(t.shape)}`);
+    return new CpuTensor(
+      [count, ...t.shape.slice(1)],
+      t.dtype,
+      c.data.subarray(start * rowSize, (start + count) * rowSize),
+    );
+  }
+
+  prepareBatch(batch: ForwardBatch): BatchMeta {
+    const layout = layoutBatch(batch);
+    const meta: CpuBatchMeta = {
+      batch,
+      layout,
+      numTokens: layout.numTokens,
+      numLogitRows: layout.logitRows.length,
+    };
+    return meta;
+  }
+
+  embedding(out: Tensor, table: Tensor, meta: BatchMeta): void {
+    const [V, D] = table.shape as [number, number];
+    const o = f32(out, 'embedding.out', [meta.numTokens, D]);
+    const w = f32(table, 'embedding.table');
+    meta.batch.tokenIds.forEach((id, t) => {
+      if (id < 0 || id >= V)
+        throw new Error(`embedding: token id ${id} outside vocabulary of ${V}`);
+      o.set(w.subarray(id * D, id * D + D), t * D);
+    });
+  }
+
+  rmsNorm(out: Tensor, x: Tensor, w: Tensor, eps: number): void {
+    rmsNormRows(f32(out, 'rmsNorm.out', x.shape), f32(x, 'rmsNorm.x'), f32(w, 'rmsNorm.w'), eps);
+  }
+
+  addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void {
+    const r = f32(residual, 'addRmsNorm.residual', x.shape);
+    addRmsNormRows(
+      f32(out, 'addRmsNorm.out', x.shape),
+      r,
+      f32(x, 'addRmsNorm.x'),
+      f32(w, 'addRmsNorm.w'),
+      eps,
+    );
+  }
+
+  matmul(out: Tensor, x: Tensor, w: Tensor): void {
+    const [N, K] = w.shape as [number, number];
+    const M = numel(x.shape) / K;
+    if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
+      throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
+    matmulF32(f32(out, 'matmul.out', [M, N]), f32(x, 'matmul.x'), f32(w, 'matmul.w'), M, N, K);
+  }
+
+  add(out: Tensor, a: Tensor, b: Tensor): void {
+    const o = f32(out, 'add.out', a.shape);
+    const av = f32(a, 'add.a');
+    const bv = f32(b, 'add.b', a.shape);
+    for (let i = 0; i < o.length; i++) o[i] = av[i]! + bv[i]!;
+  }
+
+  rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void {
+    const data = f32(x, 'rope.x', [meta.numTokens, o.numHeads * o.headDim]);
+    ropeNeox(
+      data,
+      (meta as CpuBatchMeta).layout.positions,
+      o.numHeads,
+      o.headDim,
+      o.rotaryDim,
+      o.theta,
+    );
+  }
+
+  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void {
+    const width = x.shape[x.shape.length - 1]!;
+    writeCacheRows(
+      f32(cache, 'writeCache.cache'),
+      f32(x, 'writeCache.x', [meta.numTokens, width]),
+      (meta as CpuBatchMeta).layout.slots,
+      width,
+    );
+  }
+
+  attention(
+    out: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    meta: BatchMeta,
+    o: AttentionOptions,
+  ): void {
+    const T = meta.numTokens;
+    const qShape = [T, o.numHeads * o.headDim];
+    const topk = o.blocks ? o.blocks.shape[2]! : 0;
+    pagedAttention(
+      {
+        out: f32(out, 'attention.out', qShape),
+        q: f32(q, 'attention.q', qShape),
+        k: f32(k, 'attention.k'),
+        v: f32(v, 'attention.v'),
+        ...o,
+        blocks: o.blocks ? i32(o.blocks, 'attention.blocks', [o.numKvHeads, T, topk]) : null,
+        topk,
+      },
+      meta.batch,
+      (meta as CpuBatchMeta).layout,
+    );
+  }
+
+  msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void {
+    const T = meta.numTokens;
+    msaSelectBlocks(
+      i32(out, 'msaSelect.out', [o.numIndexHeads, T, o.topk]),
+      f32(idxQ, 'msaSelect.idxQ', [T, o.numIndexHeads * o.indexDim]),
+      f32(idxK, 'msaSelect.idxK'),
+      meta.batch,
+      (meta as CpuBatchMeta).layout,
+      o,
+    );
+  }
+
+  swigluOai(out: Tensor, gateUp: Tensor, alpha: number, limit: number): void {
+    const I = out.shape[out.shape.length - 1]!;
+    const M = numel(out.shape) / I;
+    swigluOaiRows(
+      f32(out, 'swigluOai.out'),
+      f32(gateUp, 'swigluOai.gateUp', [M, 2 * I]),
+      I,
+      alpha,
+      limit,
+    );
+  }
+
+  routerTopK(
+    ids: Tensor,
+    weights: Tensor,
+    logits: Tensor,
+    bias: Tensor | null,
+    o: RouterOptions,
+  ): void {
+    const [T, E] = logits.shape as [number, number];
+    const width = o.topK + (o.sharedExpertId === null ? 0 : 1);
+    routerTopKRows(
+      i32(ids, 'routerTopK.ids', [T, width]),
+      f32(weights, 'routerTopK.weights', [T, width]),
+      f32(logits, 'routerTopK.logits'),
+      bias ? f32(bias, 'routerTopK.bias', [E]) : null,
+      E,
+      o,
+    );
+  }
+
+  moe(
+    out: Tensor,
+    x: Tensor,
+    ids: Tensor,
+    weights: Tensor,
+    experts: ExpertWeights,
+    o: MoeOptions,
+  ): void {
+    const [T, D] = x.shape as [number, number];
+    const I = experts.down.shape[2]!;
+    const width = ids.shape[1]!;
+    moeRows(
+      f32(out, 'moe.out', [T, D]),
+      f32(x, 'moe.x'),
+      i32(ids, 'moe.ids', [T, width]),
+      f32(weights, 'moe.weights', [T, width]),
+      f32(experts.gateUp, 'moe.gateUp', [experts.numLocalExperts, 2 * I, D]),
+      f32(experts.down, 'moe.down', [experts.numLocalExperts, D, I]),
+      experts,
+      D,
+      I,
+      o,
+    );
+  }
+
+  gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {
+    const D = x.shape[1]!;
+    const rows = (meta as CpuBatchMeta).layout.logitRows;
+    const o = f32(out, 'gatherLogitRows.out', [rows.length, D]);
+    const xv = f32(x, 'gatherLogitRows.x');
+    rows.forEach((r, i) => o.set(xv.subarray(r * D, r * D + D), i * D));
+  }
+
+  synchronize(): void {}
+}

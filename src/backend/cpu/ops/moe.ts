@@ -1,0 +1,92 @@
+import type { ExpertWeights, MoeOptions, RouterOptions } from '../../backend.js';
+import { matmulF32 } from './matmul.js';
+
+/** SwiGLU-OAI: g = min(gate, L), u = clamp(up, −L, L), out = g·σ(α·g)·(u + 1). gu [M, 2I] → out [M, I]. */
+export function swigluOaiRows(
+  out: Float32Array,
+  gu: Float32Array,
+  I: number,
+  alpha: number,
+  limit: number,
+): void {
+  const M = out.length / I;
+  for (let m = 0; m < M; m++) {
+    const g0 = m * 2 * I;
+    for (let i = 0; i < I; i++) {
+      const g = Math.min(gu[g0 + i]!, limit);
+      const u = Math.min(Math.max(gu[g0 + I + i]!, -limit), limit);
+      out[m * I + i] = (g / (1 + Math.exp(-alpha * g))) * (u + 1);
+    }
+  }
+}
+
+/** Sigmoid router with selection bias; see Backend.routerTopK. */
+export function routerTopKRows(
+  ids: Int32Array,
+  weights: Float32Array,
+  logits: Float32Array,
+  bias: Float32Array | null,
+  E: number,
+  o: RouterOptions,
+): void {
+  const T = logits.length / E;
+  const width = o.topK + (o.sharedExpertId === null ? 0 : 1);
+  const s = new Float64Array(E);
+  const order = Array.from({ length: E }, (_, e) => e);
+  for (let t = 0; t < T; t++) {
+    for (let e = 0; e < E; e++) s[e] = 1 / (1 + Math.exp(-logits[t * E + e]!));
+    const sel = (e: number): number => s[e]! + (bias ? bias[e]! : 0);
+    order.sort((a, b) => sel(b) - sel(a) || a - b);
+    let sum = 0;
+    for (let j = 0; j < o.topK; j++) sum += s[order[j]!]!;
+    for (let j = 0; j < o.topK; j++) {
+      ids[t * width + j] = order[j]!;
+      weights[t * width + j] = (s[order[j]!]! / sum) * o.scale;
+    }
+    if (o.sharedExpertId !== null) {
+      ids[t * width + o.topK] = o.sharedExpertId;
+      weights[t * width + o.topK] = 1;
+    }
+  }
+}
+
+/** Routed experts: tokens grouped per expert, two matmuls per expert, weighted scatter-add. */
+export function moeRows(
+  out: Float32Array,
+  x: Float32Array,
+  ids: Int32Array,
+  weights: Float32Array,
+  gateUp: Float32Array,
+  down: Float32Array,
+  ew: ExpertWeights,
+  D: number,
+  I: number,
+  o: MoeOptions,
+): void {
+  const width = ids.length / (x.length / D);
+  const perExpert: number[][] = Array.from({ length: ew.numLocalExperts }, () => []);
+  for (let r = 0; r < ids.length; r++) {
+    const local = ids[r]! - ew.firstExpert;
+    if (local >= 0 && local < ew.numLocalExperts) perExpert[local]!.push(r);
+  }
+  out.fill(0);
+  perExpert.forEach((entries, e) => {
+    const n = entries.length;
+    if (n === 0) return;
+    const xs = new Float32Array(n * D);
+    entries.forEach((r, i) =>
+      xs.set(x.subarray(Math.floor(r / width) * D, Math.floor(r / width) * D + D), i * D),
+    );
+    const gu = new Float32Array(n * 2 * I);
+    matmulF32(gu, xs, gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), n, 2 * I, D);
+    const act = new Float32Array(n * I);
+    swigluOaiRows(act, gu, I, o.alpha, o.limit);
+    const y = new Float32Array(n * D);
+    matmulF32(y, act, down.subarray(e * D * I, (e + 1) * D * I), n, D, I);
+    entries.forEach((r, i) => {
+      const w = weights[r]!;
+      const t0 = Math.floor(r / width) * D;
+      for (let d = 0; d < D; d++) out[t0 + d] = out[t0 + d]! + w * y[i * D + d]!;
+    });
+  });
+}

@@ -1,0 +1,84 @@
+import type { Tensor } from '../../tensor/tensor.js';
+import type { LayerKvCache } from './kv-cache.js';
+import type { StepContext } from './step-context.js';
+import type { AttentionWeights } from './weights.js';
+
+/**
+ * Self-attention of one layer (shared/design/minimax-m3.md §2.4–2.5): q/k/v projections,
+ * per-head Gemma q/k norms, partial NeoX RoPE, paged KV write, then dense causal GQA or
+ * (MSA layers) attention over the blocks the index branch selects; o_proj is row-parallel,
+ * so its partial sums are all-reduced here. x [T, D] → out [T, D].
+ */
+export async function attentionBlock(
+  ctx: StepContext,
+  w: AttentionWeights,
+  kv: LayerKvCache,
+  x: Tensor,
+  out: Tensor,
+): Promise<void> {
+  const { backend: b, cfg, meta } = ctx;
+  const T = ctx.numTokens;
+  const Dh = cfg.headDim;
+  const H = w.qProj.shape[0]! / Dh; // local query heads
+  const Hkv = w.kProj.shape[0]! / Dh; // local KV heads
+  const rope = { headDim: Dh, rotaryDim: cfg.rotaryDim, theta: cfg.ropeTheta };
+
+  const q = ctx.scratch([T, H * Dh]); // [T, H·Dh]
+  const k = ctx.scratch([T, Hkv * Dh]); // [T, Hkv·Dh]
+  const v = ctx.scratch([T, Hkv * Dh]); // [T, Hkv·Dh]
+  b.matmul(q, x, w.qProj);
+  b.matmul(k, x, w.kProj);
+  b.matmul(v, x, w.vProj);
+  b.rmsNorm(q, q, w.qNorm, cfg.rmsNormEps);
+  b.rmsNorm(k, k, w.kNorm, cfg.rmsNormEps);
+  b.rope(q, meta, { numHeads: H, ...rope });
+  b.rope(k, meta, { numHeads: Hkv, ...rope });
+  b.writeCache(kv.k, k, meta);
+  b.writeCache(kv.v, v, meta);
+
+  const blocks = w.index && kv.indexK ? selectBlocks(ctx, w, kv.indexK, x, Hkv) : null;
+  const attn = ctx.scratch([T, H * Dh]); // [T, H·Dh]
+  b.attention(attn, q, kv.k, kv.v, meta, {
+    numHeads: H,
+    numKvHeads: Hkv,
+    headDim: Dh,
+    scale: 1 / Math.sqrt(Dh),
+    blocks,
+  });
+  b.matmul(out, attn, w.oProj); // [T, D] partial over tp ranks
+  await ctx.comm.allReduce(out);
+}
+
+/** The MSA index branch: one index query head per local KV head, one shared index key. */
+function selectBlocks(
+  ctx: StepContext,
+  w: AttentionWeights,
+  indexK: Tensor,
+  x: Tensor,
+  Hkv: number,
+): Tensor {
+  const { backend: b, cfg, meta } = ctx;
+  const sparse = cfg.sparse!;
+  const idx = w.index!;
+  const T = ctx.numTokens;
+  const Di = sparse.indexDim;
+  const iq = ctx.scratch([T, Hkv * Di]); // [T, Hkv·Didx]
+  const ik = ctx.scratch([T, Di]); // [T, Didx]
+  b.matmul(iq, x, idx.qProj);
+  b.matmul(ik, x, idx.kProj);
+  b.rmsNorm(iq, iq, idx.qNorm, cfg.rmsNormEps);
+  b.rmsNorm(ik, ik, idx.kNorm, cfg.rmsNormEps);
+  const rope = { headDim: Di, rotaryDim: cfg.rotaryDim, theta: cfg.ropeTheta };
+  b.rope(iq, meta, { numHeads: Hkv, ...rope });
+  b.rope(ik, meta, { numHeads: 1, ...rope });
+  b.writeCache(indexK, ik, meta);
+  const blocks = ctx.scratch([Hkv, T, sparse.topkBlocks], 'i32'); // [Hkv, T, topk]
+  b.msaSelect(blocks, iq, indexK, meta, {
+    numIndexHeads: Hkv,
+    indexDim: Di,
+    topk: sparse.topkBlocks,
+    initBlocks: sparse.initBlocks,
+    localBlocks: sparse.localBlocks,
+  });
+  return blocks;
+}

@@ -1,0 +1,60 @@
+import type { Backend } from '../../backend/backend.js';
+import type { ModelConfig } from '../../config/model-config.js';
+import { kvHeadRange, type ParallelLayout } from '../../parallel/parallel-layout.js';
+import type { Tensor } from '../../tensor/tensor.js';
+
+/** One layer's paged caches: K and V [P, S, Hkv_local·Dh]; MSA layers add the index key [P, S, Didx]. */
+export interface LayerKvCache {
+  readonly k: Tensor;
+  readonly v: Tensor;
+  readonly indexK: Tensor | null;
+}
+
+export interface KvCache {
+  readonly numPages: number;
+  readonly pageSize: number;
+  readonly layers: readonly LayerKvCache[];
+}
+
+/** Bytes one page takes on this rank, over all layers (for sizing the pool from free memory). */
+export function kvBytesPerPage(
+  cfg: ModelConfig,
+  par: ParallelLayout,
+  pageSize: number,
+  bytesPerElem: number,
+): number {
+  const kvWidth = kvHeadRange(cfg, par)[1] * cfg.headDim;
+  let elems = 0;
+  for (let i = 0; i < cfg.numLayers; i++)
+    elems += 2 * kvWidth + (cfg.sparseLayers[i] && cfg.sparse ? cfg.sparse.indexDim : 0);
+  return elems * pageSize * bytesPerElem;
+}
+
+/** Page size: the MSA block size when the model has sparse layers (selection works on pages). */
+export function defaultPageSize(cfg: ModelConfig): number {
+  return cfg.sparse ? cfg.sparse.blockSize : 16;
+}
+
+export function allocKvCache(
+  backend: Backend,
+  cfg: ModelConfig,
+  par: ParallelLayout,
+  numPages: number,
+  pageSize: number,
+): KvCache {
+  if (cfg.sparse && pageSize !== cfg.sparse.blockSize) {
+    throw new Error(
+      `KV page size ${pageSize} must equal the MSA block size ${cfg.sparse.blockSize}`,
+    );
+  }
+  const kvWidth = kvHeadRange(cfg, par)[1] * cfg.headDim;
+  const layers = Array.from({ length: cfg.numLayers }, (_, i) => ({
+    k: backend.alloc([numPages, pageSize, kvWidth], 'bf16'),
+    v: backend.alloc([numPages, pageSize, kvWidth], 'bf16'),
+    indexK:
+      cfg.sparseLayers[i] && cfg.sparse
+        ? backend.alloc([numPages, pageSize, cfg.sparse.indexDim], 'bf16')
+        : null,
+  }));
+  return { numPages, pageSize, layers };
+}

@@ -1,0 +1,38 @@
+import type { Backend, BatchMeta } from '../../backend/backend.js';
+import type { ModelConfig } from '../../config/model-config.js';
+import type { Communicator } from '../../parallel/communicator.js';
+import type { DType } from '../../tensor/dtype.js';
+import type { Shape } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
+
+/**
+ * Everything one forward step needs, passed explicitly to each block (no global context).
+ * Scratch tensors are taken with `scratch` and all released when the step ends.
+ */
+export class StepContext {
+  private readonly taken: Tensor[] = [];
+  /** MoE layer index -> routed ids [T, K'] read back when the batch asks for capture. */
+  readonly routedExperts: Record<string, Int32Array> = {};
+
+  constructor(
+    readonly cfg: ModelConfig,
+    readonly backend: Backend,
+    readonly comm: Communicator,
+    readonly meta: BatchMeta,
+  ) {}
+
+  get numTokens(): number {
+    return this.meta.numTokens;
+  }
+
+  scratch(shape: Shape, dtype: DType = 'bf16'): Tensor {
+    const t = this.backend.alloc(shape, dtype);
+    this.taken.push(t);
+    return t;
+  }
+
+  release(): void {
+    for (const t of this.taken) this.backend.free(t);
+    this.taken.length = 0;
+  }
+}
