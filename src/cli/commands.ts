@@ -6,6 +6,14 @@ import type { Command } from './command.js';
  */
 export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Promise<Command> }>> =
   {
+    forward: {
+      summary: 'one full forward pass: logits and routed experts as JSON',
+      load: async () => (await import('./forward-command.js')).forwardCommand,
+    },
+    generate: {
+      summary: 'decode token by token through the KV cache',
+      load: async () => (await import('./generate-command.js')).generateCommand,
+    },
     serve: {
       summary: 'serve a model over an OpenAI-compatible HTTP API',
       load: async () => (await import('./serve-command.js')).serveCommand,

@@ -1,0 +1,22 @@
+import type { Backend } from './backend.js';
+import { CpuBackend } from './cpu/cpu-backend.js';
+
+export type BackendName = 'cpu' | 'cuda';
+
+/**
+ * Creates a backend by name. The CUDA backend is imported only when asked for, so nothing
+ * else in the project needs CUDA libraries to load.
+ */
+export async function createBackend(name: string): Promise<Backend> {
+  if (name === 'cpu') return new CpuBackend();
+  if (name === 'cuda') {
+    const path = './cuda/cuda-backend.js';
+    const mod = (await import(path).catch((e: Error) => {
+      throw new Error(`the CUDA backend could not be loaded: ${e.message}`);
+    })) as { createCudaBackend?: () => Promise<Backend> };
+    if (!mod.createCudaBackend)
+      throw new Error('the CUDA backend module does not export createCudaBackend');
+    return mod.createCudaBackend();
+  }
+  throw new Error(`unknown backend "${name}" (cpu, cuda)`);
+}

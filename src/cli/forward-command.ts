@@ -1,0 +1,48 @@
+import { writeFileSync } from 'node:fs';
+import { createBackend } from '../backend/create-backend.js';
+import { loadModel } from '../model/load-model.js';
+import { runForward } from '../model/run-forward.js';
+import { requireString, UsageError, type Command } from './command.js';
+
+export function parseIds(text: string): number[] {
+  const ids = text.split(',').map((s) => Number(s.trim()));
+  if (ids.length === 0 || ids.some((n) => !Number.isInteger(n) || n < 0)) {
+    throw new UsageError(`--ids must be a comma-separated list of token ids (got "${text}")`);
+  }
+  return ids;
+}
+
+export const forwardCommand: Command = {
+  name: 'forward',
+  summary:
+    'Run one full causal forward pass and write the logits of every position and the routed experts of every MoE layer as JSON.',
+  usage: '--model DIR --ids 1,2,3 --out FILE',
+  options: {
+    model: {
+      type: 'string',
+      description: 'checkpoint directory (HuggingFace layout)',
+      valueName: 'DIR',
+    },
+    ids: { type: 'string', description: 'comma-separated input token ids', valueName: 'IDS' },
+    out: { type: 'string', description: 'output JSON file ("-" for stdout)', valueName: 'FILE' },
+    backend: { type: 'string', default: 'cpu', description: 'cpu or cuda' },
+    'fuse-shared-experts': {
+      type: 'boolean',
+      description: 'run the shared expert as routed expert id E (seed 002)',
+    },
+  },
+  async run(values) {
+    const model = loadModel(requireString(values, 'model'), {
+      backend: await createBackend(String(values['backend'])),
+      fuseSharedExperts: values['fuse-shared-experts'] === true,
+    });
+    const ids = parseIds(requireString(values, 'ids'));
+    if (ids.some((id) => id >= model.cfg.vocabSize))
+      throw new UsageError(`--ids: token id outside the vocabulary of ${model.cfg.vocabSize}`);
+    const result = await runForward(model, ids);
+    const json = JSON.stringify({ logits: result.logits, routed_experts: result.routedExperts });
+    const out = requireString(values, 'out');
+    if (out === '-') process.stdout.write(json + '\n');
+    else writeFileSync(out, json);
+  },
+};
