@@ -5,17 +5,9 @@ import type { PageAllocator } from './page-allocator.js';
  * Chained hash of one full page of tokens: sha256 over the parent page's hash and the page's
  * token ids, so equal hashes mean equal whole prefixes (a 256-bit collision is not a concern).
  */
-export function pageHash(
-  parentHash: string | null,
-  tokens: ArrayLike<number>,
-  start: number,
-  pageSize: number,
-): string {
-  if (start + pageSize > tokens.length) {
-    throw new Error(`pageHash: page [${start}, ${start + pageSize}) past ${tokens.length} tokens`);
-  }
-  const buf = Buffer.allocUnsafe(4 * pageSize);
-  for (let i = 0; i < pageSize; i++) buf.writeInt32LE(tokens[start + i]!, 4 * i);
+export function pageHash(parentHash: string | null, pageTokens: ArrayLike<number>): string {
+  const buf = Buffer.allocUnsafe(4 * pageTokens.length);
+  for (let i = 0; i < pageTokens.length; i++) buf.writeInt32LE(pageTokens[i]!, 4 * i);
   const h = createHash('sha256');
   h.update(parentHash ?? 'root');
   h.update(buf);
