@@ -18,4 +18,8 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'serve a model over an OpenAI-compatible HTTP API',
       load: async () => (await import('./serve-command.js')).serveCommand,
     },
+    'bench serve': {
+      summary: 'load-test an OpenAI-compatible server (SGLang bench_serving flags and metrics)',
+      load: async () => (await import('./bench-serve-command.js')).benchServeCommand,
+    },
   };
