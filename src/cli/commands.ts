@@ -22,4 +22,8 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'load-test an OpenAI-compatible server (SGLang bench_serving flags and metrics)',
       load: async () => (await import('./bench-serve-command.js')).benchServeCommand,
     },
+    'gen-data': {
+      summary: 'generate the tiny model training and held-out data (MiniMax-M3 chat format)',
+      load: async () => (await import('./gen-data-command.js')).genDataCommand,
+    },
   };

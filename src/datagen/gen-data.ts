@@ -1,0 +1,122 @@
+import { createWriteStream } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
+import { conversation, questionOf, trainingSamples, type Conversation } from './dataset.js';
+import { M3_CHAT_TEMPLATE } from './m3-template.js';
+import { Rng } from './rng.js';
+
+export interface GenDataOptions {
+  outDir: string;
+  seed: number;
+  /** Training conversations (a tool conversation gives two samples). */
+  numTrain: number;
+  /** Held-out conversations of each kind (arithmetic, tool); chat gets a fifth of it. */
+  numHeldout: number;
+}
+
+export interface GenDataManifest {
+  seed: number;
+  numTrainConversations: number;
+  trainSamplesByKind: Record<string, number>;
+  heldoutByKind: Record<string, number>;
+  files: string[];
+}
+
+/** Held-out conversations: `n` arithmetic (question only), `n` tool, `n/5` chat. */
+export function heldoutConversations(rng: Rng, n: number): Conversation[] {
+  const want: Record<string, number> = { arithmetic: n, tool: n, chat: Math.ceil(n / 5) };
+  const out: Conversation[] = [];
+  const seen = new Set<string>();
+  while (Object.values(want).some((v) => v > 0)) {
+    const c = conversation(rng);
+    const left = want[c.kind] ?? 0;
+    const q = questionOf(c);
+    if (left <= 0 || (c.kind !== 'chat' && seen.has(q))) continue;
+    if (c.kind === 'arithmetic') c.messages = [{ role: 'user', content: q }];
+    if (c.kind === 'arithmetic' || c.kind === 'chat') delete c.tools;
+    seen.add(q);
+    want[c.kind] = left - 1;
+    out.push(c);
+  }
+  return out;
+}
+
+/** One held-out record: {kind, messages, tools?, answer, ...} for the eval tools. */
+export function heldoutRecord(c: Conversation): Record<string, unknown> {
+  const rec: Record<string, unknown> = { kind: c.kind, messages: c.messages };
+  if (c.tools) rec['tools'] = c.tools;
+  if (c.kind === 'arithmetic') {
+    rec['answer'] = `${c.turn.reasoning}\n#### ${String(c.answer)}`;
+    rec['answer_number'] = c.answer;
+  } else if (c.kind === 'tool') {
+    rec['answer'] = c.turn.toolCalls?.[0];
+    rec['tool_result'] = c.toolResult;
+    rec['final_answer'] = c.finalTurn?.content;
+  } else {
+    rec['answer'] = c.turn.content;
+  }
+  return rec;
+}
+
+function jsonl(rows: readonly unknown[]): string {
+  return rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+}
+
+async function writeTrain(
+  path: string,
+  rng: Rng,
+  num: number,
+  exclude: Set<string>,
+): Promise<Record<string, number>> {
+  const gz = createGzip({ level: 9 });
+  const done = once(gz.pipe(createWriteStream(path)), 'finish');
+  const counts: Record<string, number> = {};
+  for (let made = 0; made < num;) {
+    const c = conversation(rng);
+    if (c.kind !== 'chat' && exclude.has(questionOf(c))) continue;
+    made++;
+    for (const s of trainingSamples(c)) {
+      counts[s.kind] = (counts[s.kind] ?? 0) + 1;
+      if (!gz.write(JSON.stringify(s) + '\n')) await once(gz, 'drain');
+    }
+  }
+  gz.end();
+  await done;
+  return counts;
+}
+
+/** Writes train.jsonl.gz, the held-out files, chat_template.jinja and manifest.json. */
+export async function generateData(opts: GenDataOptions): Promise<GenDataManifest> {
+  await mkdir(opts.outDir, { recursive: true });
+  const root = new Rng(opts.seed);
+  const held = heldoutConversations(root.fork('heldout'), opts.numHeldout);
+  const heldRecords = held.map(heldoutRecord);
+  const gsm8k = held
+    .filter((c) => c.kind === 'arithmetic')
+    .map((c) => ({ question: questionOf(c), answer: heldoutRecord(c)['answer'] }));
+  const byKind = (k: string) => heldRecords.filter((r) => r['kind'] === k);
+  const files: Record<string, string> = {
+    'heldout.jsonl': jsonl(heldRecords),
+    'heldout-gsm8k.jsonl': jsonl(gsm8k),
+    'heldout-tools.jsonl': jsonl(byKind('tool')),
+    'heldout-chat.jsonl': jsonl(byKind('chat')),
+    'chat_template.jinja': M3_CHAT_TEMPLATE,
+  };
+  for (const [name, text] of Object.entries(files)) await writeFile(join(opts.outDir, name), text);
+  const exclude = new Set(held.map(questionOf));
+  const trainPath = join(opts.outDir, 'train.jsonl.gz');
+  const counts = await writeTrain(trainPath, root.fork('train'), opts.numTrain, exclude);
+  const manifest: GenDataManifest = {
+    seed: opts.seed,
+    numTrainConversations: opts.numTrain,
+    trainSamplesByKind: counts,
+    heldoutByKind: Object.fromEntries(
+      ['arithmetic', 'tool', 'chat'].map((k) => [k, byKind(k).length]),
+    ),
+    files: ['train.jsonl.gz', ...Object.keys(files), 'manifest.json'],
+  };
+  await writeFile(join(opts.outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}
