@@ -22,6 +22,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'load-test an OpenAI-compatible server (SGLang bench_serving flags and metrics)',
       load: async () => (await import('./bench-serve-command.js')).benchServeCommand,
     },
+    'init-random': {
+      summary: 'write a random-weight checkpoint for a preset (minimax-m3, tiny) or a config',
+      load: async () => (await import('./init-random-command.js')).initRandomCommand,
+    },
     'gen-data': {
       summary: 'generate the tiny model training and held-out data (MiniMax-M3 chat format)',
       load: async () => (await import('./gen-data-command.js')).genDataCommand,
