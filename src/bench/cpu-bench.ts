@@ -14,6 +14,15 @@ import { runForward } from '../model/run-forward.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS, withNumLayers } from '../model/weights/random-presets.js';
 
+function cpuinfoMhz(): number {
+  try {
+    const m = /cpu MHz\s*:\s*([\d.]+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
@@ -99,7 +108,7 @@ async function benchModel(): Promise<Record<string, number>> {
 
 async function main(): Promise<void> {
   const cpu = cpus()[0];
-  const mhz = cpu?.speed ?? 0;
+  const mhz = cpu?.speed || Number(process.env['MOESERVE_CPU_MHZ'] ?? cpuinfoMhz());
   // JS arithmetic is scalar float64: at best one multiply and one add per cycle per core.
   const scalarPeak = (2 * mhz) / 1000;
   const simdPeak = (64 * mhz) / 1000; // AVX-512: 2 FMA units × 16 f32 lanes × 2 flops
