@@ -1,0 +1,85 @@
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
+const E4M3_MAX = 448;
+
+/** float32 -> float8 e4m3fn code, round to nearest even, saturating at ±448 (no infinities). */
+export function f32ToE4m3(x: number): number {
+  if (Number.isNaN(x)) return 0x7f;
+  const sign = x < 0 || Object.is(x, -0) ? 0x80 : 0;
+  const a = Math.abs(x);
+  if (a >= E4M3_MAX) return sign | 0x7e;
+  if (a < 2 ** -6) return sign | roundHalfEven(a * 2 ** 9); // subnormals: m · 2^-9; 8 carries to 2^-6
+  F32[0] = a;
+  const u = U32[0]!;
+  const e = (u >>> 23) - 127;
+  const mant = u & 0x7fffff;
+  let r = mant >>> 20;
+  const rem = mant & 0xfffff;
+  if (rem > 0x80000 || (rem === 0x80000 && (r & 1) === 1)) r++;
+  return sign | Math.min(((e + 7) << 3) + r, 0x7e); // r = 8 carries into the exponent
+}
+
+function roundHalfEven(v: number): number {
+  const f = Math.floor(v);
+  const d = v - f;
+  return d > 0.5 || (d === 0.5 && f % 2 === 1) ? f + 1 : f;
+}
+
+export type Fp8Format = 'fp8' | 'mxfp8';
+
+/** Quantized rows: e4m3 codes [rows, cols] and the scale grid of those rows. */
+export interface QuantizedRows {
+  readonly codes: Uint8Array;
+  /** F32 [ceil(rows/bo), ceil(cols/bi)] for block FP8; U8 E8M0 [rows, ceil(cols/bi)] for MXFP8. */
+  readonly scales: Float32Array | Uint8Array;
+}
+
+/**
+ * Quantizes a [rows, cols] chunk whose first row starts a row block. Block FP8 stores
+ * scale_inv = amax/448 per [bo, bi] block; MXFP8 stores the smallest power of two
+ * 2^(s−127) ≥ amax/448 per row and `bi` columns.
+ */
+export function quantizeRows(
+  w: Float32Array,
+  rows: number,
+  cols: number,
+  format: Fp8Format,
+  block: readonly [number, number],
+): QuantizedRows {
+  const [bo, bi] = format === 'mxfp8' ? [1, block[1]] : block;
+  const gr = Math.ceil(rows / bo);
+  const gc = Math.ceil(cols / bi);
+  const codes = new Uint8Array(rows * cols);
+  const scales = format === 'mxfp8' ? new Uint8Array(gr * gc) : new Float32Array(gr * gc);
+  for (let br = 0; br < gr; br++) {
+    const r1 = Math.min(rows, (br + 1) * bo);
+    for (let bc = 0; bc < gc; bc++) {
+      const c1 = Math.min(cols, (bc + 1) * bi);
+      let amax = 0;
+      for (let r = br * bo; r < r1; r++)
+        for (let c = bc * bi; c < c1; c++) amax = Math.max(amax, Math.abs(w[r * cols + c]!));
+      const scale = blockScale(amax, format, scales, br * gc + bc);
+      for (let r = br * bo; r < r1; r++)
+        for (let c = bc * bi; c < c1; c++)
+          codes[r * cols + c] = f32ToE4m3(w[r * cols + c]! / scale);
+    }
+  }
+  return { codes, scales };
+}
+
+/** Stores the block's scale at `idx` and returns the multiplier it stands for. */
+function blockScale(
+  amax: number,
+  format: Fp8Format,
+  scales: Float32Array | Uint8Array,
+  idx: number,
+): number {
+  if (format === 'fp8') {
+    scales[idx] = amax > 0 ? amax / E4M3_MAX : 1;
+    return scales[idx]!;
+  }
+  const s =
+    amax > 0 ? Math.min(254, Math.max(0, Math.ceil(Math.log2(amax / E4M3_MAX)) + 127)) : 127;
+  scales[idx] = s;
+  return 2 ** (s - 127);
+}
