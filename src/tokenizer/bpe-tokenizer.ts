@@ -1,0 +1,160 @@
+import { AddedTokenMatcher, type AddedToken } from './added-tokens.js';
+import { BpeModel } from './bpe-model.js';
+import { byteLevelTokenBytes } from './byte-level.js';
+import { buildNormalizer, type Normalizer } from './normalizer.js';
+import { buildPostProcessor, type PostProcessor } from './post-processor.js';
+import { buildPreTokenizer, type PreTokenizer } from './pre-tokenizer.js';
+import type { DecodeOptions, EncodeOptions, Tokenizer } from './tokenizer.js';
+
+interface RawAddedToken {
+  id: number;
+  content: string;
+  special?: boolean;
+  single_word?: boolean;
+  lstrip?: boolean;
+  rstrip?: boolean;
+}
+
+interface TokenizerJson {
+  added_tokens?: RawAddedToken[];
+  normalizer?: unknown;
+  pre_tokenizer?: unknown;
+  post_processor?: unknown;
+  decoder?: { type: string; decoders?: { type: string }[] } | null;
+  model: {
+    type?: string;
+    vocab: Record<string, number>;
+    merges: (string | [string, string])[];
+    unk_token?: string | null;
+    ignore_merges?: boolean;
+    continuing_subword_prefix?: string | null;
+    end_of_word_suffix?: string | null;
+  };
+}
+
+/** Byte-level BPE tokenizer built from a HuggingFace tokenizer.json (GPT-2/Llama-3/Qwen family). */
+export class BpeTokenizer implements Tokenizer {
+  readonly vocabSize: number;
+  readonly specialIds: ReadonlySet<number>;
+  private readonly vocab: Map<string, number>;
+  private readonly idToTokenTable: (string | undefined)[] = [];
+  private readonly added = new Map<number, AddedToken>();
+  private readonly bytesCache: (Uint8Array | undefined)[] = [];
+  private readonly matcher: AddedTokenMatcher;
+  private readonly normalize: Normalizer;
+  private readonly preTokenize: PreTokenizer;
+  private readonly postProcess: PostProcessor;
+  private readonly model: BpeModel;
+
+  /**
+   * @param json parsed tokenizer.json
+   * @param extraAdded added tokens known only from tokenizer_config.json; ids already present
+   *   in tokenizer.json keep their entry there
+   */
+  constructor(json: unknown, extraAdded: readonly AddedToken[] = []) {
+    const j = validate(json);
+    this.vocab = new Map(Object.entries(j.model.vocab));
+    for (const [tok, id] of this.vocab) this.idToTokenTable[id] = tok;
+    const addedTokens: AddedToken[] = (j.added_tokens ?? []).map((t) => ({
+      id: t.id,
+      content: t.content,
+      special: t.special ?? false,
+      singleWord: t.single_word ?? false,
+      lstrip: t.lstrip ?? false,
+      rstrip: t.rstrip ?? false,
+    }));
+    for (const t of [...addedTokens, ...extraAdded]) {
+      if (this.added.has(t.id)) continue;
+      this.added.set(t.id, t);
+      this.idToTokenTable[t.id] = t.content;
+    }
+    this.specialIds = new Set([...this.added.values()].filter((t) => t.special).map((t) => t.id));
+    this.vocabSize = this.idToTokenTable.length;
+    this.matcher = new AddedTokenMatcher([...this.added.values()]);
+    this.normalize = buildNormalizer(j.normalizer);
+    this.preTokenize = buildPreTokenizer(j.pre_tokenizer);
+    this.postProcess = buildPostProcessor(j.post_processor);
+    const unk = j.model.unk_token ? this.vocab.get(j.model.unk_token) : undefined;
+    this.model = new BpeModel(this.vocab, j.model.merges.map(parseMerge), {
+      ignoreMerges: j.model.ignore_merges ?? false,
+      ...(unk === undefined ? {} : { unkId: unk }),
+    });
+  }
+
+  encode(text: string, o: EncodeOptions = {}): number[] {
+    const ids: number[] = [];
+    for (const seg of this.matcher.split(text)) {
+      if ('id' in seg) {
+        ids.push(seg.id);
+        continue;
+      }
+      for (const word of this.preTokenize(this.normalize(seg.text))) {
+        for (const id of this.model.encodeWord(word)) ids.push(id);
+      }
+    }
+    return (o.addSpecialTokens ?? true) ? this.postProcess(ids) : ids;
+  }
+
+  decode(ids: readonly number[], o: DecodeOptions = {}): string {
+    const parts: Uint8Array[] = [];
+    let total = 0;
+    for (const id of ids) {
+      if (o.skipSpecialTokens && this.specialIds.has(id)) continue;
+      const bytes = this.tokenBytes(id);
+      if (!bytes) continue;
+      parts.push(bytes);
+      total += bytes.length;
+    }
+    const all = new Uint8Array(total);
+    let off = 0;
+    for (const p of parts) {
+      all.set(p, off);
+      off += p.length;
+    }
+    return new TextDecoder().decode(all);
+  }
+
+  tokenToId(token: string): number | undefined {
+    for (const t of this.added.values()) if (t.content === token) return t.id;
+    return this.vocab.get(token);
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.idToTokenTable[id];
+  }
+
+  tokenBytes(id: number): Uint8Array | undefined {
+    const cached = this.bytesCache[id];
+    if (cached) return cached;
+    const token = this.idToTokenTable[id];
+    if (token === undefined) return undefined;
+    const bytes = byteLevelTokenBytes(token);
+    this.bytesCache[id] = bytes;
+    return bytes;
+  }
+}
+
+function parseMerge(m: string | [string, string]): [string, string] {
+  if (Array.isArray(m)) return m;
+  const space = m.indexOf(' ', 1);
+  if (space < 0) throw new Error(`malformed BPE merge: "${m}"`);
+  return [m.slice(0, space), m.slice(space + 1)];
+}
+
+function validate(json: unknown): TokenizerJson {
+  const j = json as TokenizerJson;
+  if (!j?.model?.vocab || !Array.isArray(j.model.merges)) {
+    throw new Error('tokenizer.json: expected a BPE model with vocab and merges');
+  }
+  if (j.model.type !== undefined && j.model.type !== 'BPE') {
+    throw new Error(`tokenizer.json: unsupported model type ${j.model.type}`);
+  }
+  if (j.model.continuing_subword_prefix || j.model.end_of_word_suffix) {
+    throw new Error('tokenizer.json: subword prefixes/suffixes are not byte-level BPE');
+  }
+  const dec = j.decoder;
+  const hasByteLevel =
+    dec?.type === 'ByteLevel' || (dec?.decoders ?? []).some((d) => d.type === 'ByteLevel');
+  if (!hasByteLevel) throw new Error('tokenizer.json: decoder is not ByteLevel');
+  return j;
+}
