@@ -105,6 +105,16 @@ describe('Scheduler', () => {
     expect(step(s).seqs.find((q) => q.req === c)).toMatchObject({ numCached: 8, numNew: 2 });
   });
 
+  it('defers a request whose next page another request computes in the same step', () => {
+    const s = new Scheduler(base);
+    const [a, b, c] = [req('a', 9), req('b', 9), req('c', 3, 60)];
+    for (const r of [a, b, c]) s.add(r);
+    expect(step(s).seqs.map((q) => q.req.id)).toEqual(['a', 'c']);
+    const plan = step(s);
+    expect(plan.seqs.find((q) => q.req === b)).toMatchObject({ numCached: 8, numNew: 1 });
+    expect(b.numCachedPromptTokens).toBe(8);
+  });
+
   it('does not record a step for a request finished meanwhile', () => {
     const s = new Scheduler(base);
     const a = req('a', 5);

@@ -196,29 +196,62 @@ export class Scheduler {
   }
 
   private admit(p: Planning): void {
+    const inflight = this.prefixCache ? this.inflightHashes(p) : null;
+    let i = 0;
     while (
-      this.waiting.length > 0 &&
+      i < this.waiting.length &&
       this.running.length < this.config.maxNumSeqs &&
       p.budget > 0
     ) {
-      const r = this.waiting[0]!;
+      const r = this.waiting[i]!;
       this.matchPrefix(r);
+      // Another sequence computes r's next page this step (n > 1, shared system prompts):
+      // wait one step and reuse it instead of computing it twice.
+      if (inflight && this.nextPageIn(r, inflight)) {
+        this.releasePages(r);
+        i++;
+        continue;
+      }
       const numNew = Math.min(r.numPending, p.budget);
       if (!this.grow(r, r.numComputed + numNew)) {
         this.releasePages(r);
         return;
       }
-      this.waiting.shift();
-      r.status = 'running';
-      this.running.push(r);
-      if (!r.admitted) {
-        r.admitted = true;
-        r.numCachedPromptTokens = r.numComputed;
-        this.counters.prefixHitTokens += r.numComputed;
-        this.counters.promptTokens += r.promptIds.length;
-      }
+      this.waiting.splice(i, 1);
+      this.start(r);
+      for (const h of this.pagesCompleted(r, numNew)) inflight?.add(h);
       this.choose(r, numNew, p);
     }
+  }
+
+  private start(r: Request): void {
+    r.status = 'running';
+    this.running.push(r);
+    if (r.admitted) return;
+    r.admitted = true;
+    r.numCachedPromptTokens = r.numComputed;
+    this.counters.prefixHitTokens += r.numComputed;
+    this.counters.promptTokens += r.promptIds.length;
+  }
+
+  private inflightHashes(p: Planning): Set<string> {
+    const set = new Set<string>();
+    for (const [r, numNew] of p.chosen) for (const h of this.pagesCompleted(r, numNew)) set.add(h);
+    return set;
+  }
+
+  /** Hashes of the pages r fills this step that carry no label yet. */
+  private pagesCompleted(r: Request, numNew: number): string[] {
+    const end = Math.floor((r.numComputed + numNew) / this.config.pageSize);
+    if (end <= r.numLabelledPages) return [];
+    return r.pageHashes(end, this.config.pageSize).slice(r.numLabelledPages);
+  }
+
+  private nextPageIn(r: Request, hashes: ReadonlySet<string>): boolean {
+    const S = this.config.pageSize;
+    const next = r.pageIds.length; // right after a match: the matched pages, all full
+    if ((next + 1) * S > r.numTokens - 1) return false;
+    return hashes.has(r.pageHashes(next + 1, S)[next]!);
   }
 
   private grow(r: Request, numTokens: number): boolean {
