@@ -9,7 +9,11 @@ export async function firstModelId(
   baseUrl: string,
   headers: Record<string, string> = {},
 ): Promise<string> {
-  const res = await fetch(join(baseUrl, '/v1/models'), { headers });
+  const url = join(baseUrl, '/v1/models');
+  const res = await fetch(url, { headers }).catch((e: Error) => {
+    const cause = (e.cause as Error | undefined)?.message ?? e.message;
+    throw new Error(`cannot reach ${url} (${cause}); is the server up?`);
+  });
   if (!res.ok) throw new Error(`GET /v1/models: HTTP ${res.status}; pass --model`);
   const body = (await res.json()) as { data?: { id?: string }[] };
   const id = body.data?.[0]?.id;

@@ -22,6 +22,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'load-test an OpenAI-compatible server (SGLang bench_serving flags and metrics)',
       load: async () => (await import('./bench-serve-command.js')).benchServeCommand,
     },
+    'eval stop-rate': {
+      summary: 'finish_reason / runaway check over a GSM8K-style JSONL (resumable)',
+      load: async () => (await import('./eval-stop-rate-command.js')).evalStopRateCommand,
+    },
     'init-random': {
       summary: 'write a random-weight checkpoint for a preset (minimax-m3, tiny) or a config',
       load: async () => (await import('./init-random-command.js')).initRandomCommand,
