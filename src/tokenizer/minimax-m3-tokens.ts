@@ -1,0 +1,27 @@
+/** MiniMax-M3 control strings (shared/design/minimax-m3.md §4). */
+export const M3_TOKENS = {
+  /** Begin of sequence, written once before the first turn. */
+  bos: ']~!b[',
+  /** Begin of a turn: `]~b]{role}\n`. */
+  turnStart: ']~b]',
+  /** End of a turn and the model's EOS. */
+  turnEnd: '[e~[',
+  thinkOpen: '<mm:think>',
+  thinkClose: '</mm:think>',
+  /** Namespace marker written before every tag of a tool-call block. */
+  ns: ']<]minimax[>[',
+  toolCallOpen: '<tool_call>',
+  toolCallClose: '</tool_call>',
+} as const;
+
+/**
+ * Markers the output parsers must see in decoded text. Pass their ids as
+ * `IncrementalDecoder` `keepIds` when the tokenizer flags any of them special.
+ */
+export const M3_PARSER_MARKERS: readonly string[] = [
+  M3_TOKENS.thinkOpen,
+  M3_TOKENS.thinkClose,
+  M3_TOKENS.ns,
+  M3_TOKENS.toolCallOpen,
+  M3_TOKENS.toolCallClose,
+];
