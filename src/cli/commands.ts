@@ -26,6 +26,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'finish_reason / runaway check over a GSM8K-style JSONL (resumable)',
       load: async () => (await import('./eval-stop-rate-command.js')).evalStopRateCommand,
     },
+    'eval gsm8k': {
+      summary: 'k-shot GSM8K with lm-eval strict-match and flexible-extract scoring',
+      load: async () => (await import('./eval-gsm8k-command.js')).evalGsm8kCommand,
+    },
     'init-random': {
       summary: 'write a random-weight checkpoint for a preset (minimax-m3, tiny) or a config',
       load: async () => (await import('./init-random-command.js')).initRandomCommand,
