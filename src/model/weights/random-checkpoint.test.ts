@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadModelConfig, parseModelConfig } from '../../config/model-config.js';
-import { F8E4M3_TABLE } from '../../tensor/dtype.js';
+import { bf16ToF32, F8E4M3_TABLE, f32ToBf16 } from '../../tensor/dtype.js';
 import { openCheckpoint } from './checkpoint.js';
 import { f32ToE4m3 } from './fp8-quantize.js';
 import { modelTensors } from './model-tensors.js';
@@ -60,6 +60,28 @@ describe('writeRandomCheckpoint', () => {
     const file = (d: string) => readFileSync(join(d, 'model.safetensors'));
     expect(file(a).equals(file(b))).toBe(true);
     expect(file(a).equals(file(c))).toBe(false);
+  });
+
+  it('bf16 values are the f32 values rounded to bf16', () => {
+    const a = join(tmp, 'cmp-f32');
+    const b = join(tmp, 'cmp-bf16');
+    writeRandomCheckpoint({ config: tiny, outDir: a, dtype: 'f32', seed: 9 });
+    writeRandomCheckpoint({ config: tiny, outDir: b, dtype: 'bf16', seed: 9 });
+    const [ca, cb] = [openCheckpoint(a), openCheckpoint(b)];
+    for (const n of [
+      'model.embed_tokens.weight',
+      'model.layers.3.block_sparse_moe.experts.1.w3.weight',
+    ]) {
+      const x = ca.read(n).data;
+      const y = cb.read(n).data;
+      expect(y.every((v, i) => v === bf16ToF32(f32ToBf16(x[i]!)))).toBe(true);
+      expect(x.some((v, i) => v !== y[i])).toBe(true);
+    }
+    // Routers stay F32 in both.
+    const g = 'model.layers.1.block_sparse_moe.gate.weight';
+    expect(cb.read(g).data).toEqual(ca.read(g).data);
+    ca.close();
+    cb.close();
   });
 
   for (const fmt of ['fp8', 'mxfp8'] as const) {

@@ -1,9 +1,9 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { numel, shapeStr } from '../../tensor/shape.js';
-import { ST_DTYPE_BYTES } from './safetensors-dtype.js';
+import { f32ToBf16Into, ST_DTYPE_BYTES } from './safetensors-dtype.js';
 import { SafetensorsError } from './safetensors-file.js';
 
-/** Dtypes the writer produces. Float dtypes take float32 input; byte dtypes take raw codes. */
+/** Dtypes the writer produces. Float dtypes take float32 (BF16 also raw bits); byte dtypes take codes. */
 export type WritableDType = 'F32' | 'BF16' | 'F8_E4M3' | 'U8';
 
 export interface TensorHeader {
@@ -13,8 +13,11 @@ export interface TensorHeader {
 }
 
 export interface TensorData extends TensorHeader {
-  readonly data: Float32Array | Uint8Array;
+  readonly data: TensorValues;
 }
+
+/** float32 values (F32, BF16), raw bf16 bits (BF16), or raw byte codes (F8_E4M3, U8). */
+export type TensorValues = Float32Array | Uint16Array | Uint8Array;
 
 /** Bytes a tensor occupies in the data section. */
 export function tensorBytes(t: TensorHeader): number {
@@ -54,14 +57,13 @@ export class SafetensorsWriter {
     return this.tensors[this.current] ?? null;
   }
 
-  /** Appends elements of the pending tensor: float32 for F32/BF16, raw bytes for F8_E4M3/U8. */
-  append(values: Float32Array | Uint8Array): void {
+  /** Appends elements of the pending tensor (see TensorValues for what each dtype takes). */
+  append(values: TensorValues): void {
     const t = this.pending;
     if (!t) throw new SafetensorsError(`${this.path}: append after the last tensor`);
-    const isFloat = t.dtype === 'F32' || t.dtype === 'BF16';
-    if (isFloat !== values instanceof Float32Array) {
+    if (!accepts(t.dtype, values)) {
       throw new SafetensorsError(
-        `${this.path}: tensor "${t.name}" is ${t.dtype}; pass ${isFloat ? 'a Float32Array' : 'a Uint8Array of codes'}`,
+        `${this.path}: tensor "${t.name}" is ${t.dtype}; pass ${ACCEPTS[t.dtype]}`,
       );
     }
     const left = numel(t.shape) - this.filled;
@@ -92,12 +94,13 @@ export class SafetensorsWriter {
     while (this.pending && numel(this.pending.shape) === 0) this.current++;
   }
 
-  private encode(dtype: WritableDType, values: Float32Array | Uint8Array): Uint8Array {
-    if (dtype === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-    if (dtype !== 'BF16') return values as Uint8Array;
+  private encode(dtype: WritableDType, values: TensorValues): Uint8Array {
+    if (dtype !== 'BF16' || !(values instanceof Float32Array)) {
+      return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    }
     const n = values.length;
     if (this.scratch.byteLength < n * 2) this.scratch = new Uint8Array(n * 2);
-    f32ToBf16Into(values as Float32Array, new Uint16Array(this.scratch.buffer, 0, n));
+    f32ToBf16Into(values, new Uint16Array(this.scratch.buffer, 0, n));
     return this.scratch.subarray(0, n * 2);
   }
 
@@ -107,6 +110,19 @@ export class SafetensorsWriter {
     while (done < bytes.byteLength)
       done += writeSync(this.fd, bytes, done, bytes.byteLength - done);
   }
+}
+
+const ACCEPTS: Readonly<Record<WritableDType, string>> = {
+  F32: 'a Float32Array',
+  BF16: 'a Float32Array or a Uint16Array of bf16 bits',
+  F8_E4M3: 'a Uint8Array of codes',
+  U8: 'a Uint8Array of codes',
+};
+
+function accepts(dtype: WritableDType, v: TensorValues): boolean {
+  if (v instanceof Float32Array) return dtype === 'F32' || dtype === 'BF16';
+  if (v instanceof Uint16Array) return dtype === 'BF16';
+  return dtype === 'F8_E4M3' || dtype === 'U8';
 }
 
 /** Writes a whole file from in-memory tensors (tests, small checkpoints). */
@@ -120,16 +136,6 @@ export function writeSafetensors(
     for (const t of tensors) if (t.data.length > 0) w.append(t.data);
   } finally {
     w.close();
-  }
-}
-
-/** float32 -> bf16 bits, round to nearest even, NaN kept quiet (inlined for multi-GB writes). */
-export function f32ToBf16Into(src: Float32Array, dst: Uint16Array): void {
-  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
-  for (let i = 0; i < src.length; i++) {
-    const x = bits[i]!;
-    dst[i] =
-      (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
   }
 }
 
