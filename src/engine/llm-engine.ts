@@ -1,0 +1,295 @@
+import type { ForwardBatch } from '../backend/forward-batch.js';
+import { Request } from '../scheduler/request.js';
+import { type BatchPlan, Scheduler } from '../scheduler/scheduler.js';
+import { AsyncQueue } from './async-queue.js';
+import { type EngineConfig, resolveEngineConfig } from './engine-config.js';
+import { finishEvent, routedExpertsOf, tokenEvent } from './engine-events.js';
+import type {
+  Engine,
+  EngineEvent,
+  EngineStats,
+  FinishEvent,
+  GenerateRequest,
+} from './engine-types.js';
+import type { ModelRunner, StepOutput } from './model-runner.js';
+import { checkSamplingParams, SequenceSampler } from './sampler.js';
+
+/** A request the engine is serving: scheduler state plus what only the engine needs. */
+interface Live {
+  readonly req: Request;
+  readonly gen: GenerateRequest;
+  readonly sampler: SequenceSampler;
+  readonly events: AsyncQueue<EngineEvent>;
+  readonly stopIds: ReadonlySet<number>;
+  /** min(maxTokens, maxModelLen - prompt length). */
+  readonly maxNewTokens: number;
+}
+
+/**
+ * Continuous-batching engine over a ModelRunner. One step = schedule, one forward, sample,
+ * emit. Steps run back to back on the event loop with a setImmediate between them, so I/O
+ * (HTTP, aborts) is served between steps even when the forward is synchronous CPU work.
+ */
+export class LlmEngine implements Engine {
+  readonly config: EngineConfig;
+  private readonly scheduler: Scheduler;
+  private readonly live = new Map<string, Live>();
+  private accepting = true;
+  /** A step is queued or running. */
+  private busy = false;
+  private idleWaiters: (() => void)[] = [];
+  private shutdownPromise: Promise<void> | null = null;
+
+  constructor(
+    private readonly runner: ModelRunner,
+    config: Partial<EngineConfig> = {},
+  ) {
+    this.config = resolveEngineConfig(runner, config);
+    this.scheduler = new Scheduler({
+      numPages: runner.numPages,
+      pageSize: runner.pageSize,
+      maxNumSeqs: this.config.maxNumSeqs,
+      maxNumBatchedTokens: this.config.maxNumBatchedTokens,
+      enablePrefixCaching: this.config.enablePrefixCaching,
+    });
+  }
+
+  get maxModelLen(): number {
+    return this.config.maxModelLen;
+  }
+
+  async *generate(gen: GenerateRequest, signal?: AbortSignal): AsyncIterable<EngineEvent> {
+    const error = this.check(gen);
+    if (error !== null) {
+      yield { type: 'error', message: error };
+      return;
+    }
+    const maxNewTokens = Math.min(gen.maxTokens, this.maxModelLen - gen.promptIds.length);
+    if (signal?.aborted || maxNewTokens <= 0) {
+      yield finishEvent(signal?.aborted ? 'abort' : 'length', gen.promptIds.length, 0, 0);
+      return;
+    }
+    const live = this.start(gen, maxNewTokens);
+    const onAbort = () => this.end(live, 'abort');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      yield* live.events;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      // The consumer stopped reading early: free everything at once.
+      this.end(live, 'abort');
+    }
+  }
+
+  stats(): EngineStats {
+    const s = this.scheduler.stats;
+    return {
+      numRunning: this.scheduler.numRunning,
+      numWaiting: this.scheduler.numWaiting,
+      kvPagesUsed: this.scheduler.allocator.numUsed,
+      kvPagesTotal: this.scheduler.allocator.numPages,
+      prefixCacheHitTokens: s.prefixHitTokens,
+      promptTokensTotal: s.promptTokens,
+      numPreemptions: s.numPreemptions,
+      kvPagesCached: this.scheduler.prefixCache?.numCachedFree() ?? 0,
+    };
+  }
+
+  shutdown(): Promise<void> {
+    this.shutdownPromise ??= (async () => {
+      this.accepting = false;
+      await this.whenIdle();
+      await this.runner.close?.();
+    })();
+    return this.shutdownPromise;
+  }
+
+  /** Resolves once no request is live and no step is running. */
+  whenIdle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Forgets all prefix-cache labels (a "flush cache" endpoint); running requests are unaffected. */
+  resetPrefixCache(): void {
+    this.scheduler.prefixCache?.clear();
+  }
+
+  checkIntegrity(): void {
+    this.scheduler.checkIntegrity();
+    if (this.live.size !== this.scheduler.numRunning + this.scheduler.numWaiting) {
+      throw new Error(`LlmEngine: ${this.live.size} live requests, scheduler holds fewer or more`);
+    }
+  }
+
+  private check(gen: GenerateRequest): string | null {
+    if (!this.accepting) return 'the engine is shutting down';
+    if (this.live.has(gen.id)) return `request id ${gen.id} is already in flight`;
+    const n = gen.promptIds.length;
+    if (n === 0) return 'the prompt is empty';
+    if (n > this.maxModelLen) {
+      return `the prompt has ${n} tokens, more than the context limit of ${this.maxModelLen}`;
+    }
+    const V = this.runner.vocabSize;
+    const bad = gen.promptIds.find((t) => !Number.isInteger(t) || t < 0 || t >= V);
+    if (bad !== undefined) return `prompt token id ${bad} is outside the vocabulary [0, ${V})`;
+    if (!Number.isInteger(gen.maxTokens) || gen.maxTokens < 0) {
+      return `max_tokens must be a non-negative integer, got ${gen.maxTokens}`;
+    }
+    if (
+      gen.logprobs !== null &&
+      !(Number.isInteger(gen.logprobs) && gen.logprobs >= 0 && gen.logprobs <= V)
+    ) {
+      return `logprobs must be an integer in [0, ${V}], got ${gen.logprobs}`;
+    }
+    const sampling = checkSamplingParams(gen.sampling);
+    if (sampling !== null) return sampling;
+    // The last sampled token never enters the KV cache.
+    const maxKvTokens = Math.min(n + gen.maxTokens, this.maxModelLen) - 1;
+    const pages = this.scheduler.pagesFor(maxKvTokens);
+    if (pages > this.runner.numPages) {
+      return `the request may need ${pages} KV pages, the cache has ${this.runner.numPages}`;
+    }
+    return null;
+  }
+
+  private start(gen: GenerateRequest, maxNewTokens: number): Live {
+    const stopIds = new Set(gen.stopTokenIds);
+    if (!gen.ignoreEos) for (const t of this.runner.eosTokenIds) stopIds.add(t);
+    const live: Live = {
+      req: new Request(gen.id, gen.promptIds),
+      gen,
+      sampler: new SequenceSampler(gen.sampling, gen.promptIds),
+      events: new AsyncQueue(),
+      stopIds,
+      maxNewTokens,
+    };
+    this.live.set(gen.id, live);
+    this.scheduler.add(live.req);
+    this.kick();
+    return live;
+  }
+
+  /** Finishes a live request once: frees its pages, sends the last event, closes its stream. */
+  private end(live: Live, reason: FinishEvent['reason'] | { error: string }): void {
+    if (this.live.get(live.req.id) !== live) return;
+    this.live.delete(live.req.id);
+    const cached = live.req.numCachedPromptTokens;
+    this.scheduler.finish(live.req);
+    if (!live.events.isClosed) {
+      const n = live.req.promptIds.length;
+      const done = live.req.outputIds.length;
+      live.events.push(
+        typeof reason === 'string'
+          ? finishEvent(reason, n, done, cached)
+          : { type: 'error', message: reason.error },
+      );
+      live.events.close();
+    }
+    this.notifyIdle();
+  }
+
+  private kick(): void {
+    if (this.busy || !this.scheduler.hasWork) return;
+    this.busy = true;
+    setImmediate(() => void this.loop());
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      await this.step();
+    } catch (e) {
+      // A bug outside the forward: fail everyone rather than leave streams hanging.
+      const message = `engine step failed: ${(e as Error).message}`;
+      for (const live of [...this.live.values()]) this.end(live, { error: message });
+    } finally {
+      this.busy = false;
+      this.kick();
+      this.notifyIdle();
+    }
+  }
+
+  private async step(): Promise<void> {
+    const plan = this.scheduler.schedule();
+    if (plan.seqs.length === 0)
+      throw new Error('the scheduler planned an empty step with work queued');
+    let out: StepOutput;
+    try {
+      out = await this.runner.forward(this.buildBatch(plan));
+      this.checkOutput(plan, out);
+    } catch (e) {
+      const message = `model forward failed: ${(e as Error).message}`;
+      for (const s of plan.seqs) this.endById(s.req, { error: message });
+      return;
+    }
+    this.scheduler.commit(plan);
+    this.emitTokens(plan, out);
+    if (this.config.checkIntegrity) this.checkIntegrity();
+  }
+
+  private buildBatch(plan: BatchPlan): ForwardBatch {
+    const tokenIds = new Int32Array(plan.numTokens);
+    let t = 0;
+    const seqs = plan.seqs.map((s) => {
+      s.req.copyTokens(s.numCached, s.numCached + s.numNew, tokenIds, t);
+      t += s.numNew;
+      return {
+        numCached: s.numCached,
+        numNew: s.numNew,
+        pageTable: Int32Array.from(s.req.pageIds),
+      };
+    });
+    const capture = plan.seqs.some(
+      (s) => s.sample && this.live.get(s.req.id)?.gen.returnRoutedExperts,
+    );
+    return {
+      tokenIds,
+      seqs,
+      pageSize: this.runner.pageSize,
+      logitsFor: 'last',
+      ...(capture ? { captureRoutedExperts: true } : {}),
+    };
+  }
+
+  private checkOutput(plan: BatchPlan, out: StepOutput): void {
+    const want = plan.seqs.length * this.runner.vocabSize;
+    if (out.logits.length !== want) {
+      throw new Error(`runner returned ${out.logits.length} logits, expected ${want}`);
+    }
+  }
+
+  private emitTokens(plan: BatchPlan, out: StepOutput): void {
+    const V = this.runner.vocabSize;
+    let tokenEnd = 0;
+    plan.seqs.forEach((s, row) => {
+      tokenEnd += s.numNew;
+      const live = this.live.get(s.req.id);
+      if (!s.sample || live?.req !== s.req || s.req.status !== 'running') return;
+      const r = live.sampler.sample(out.logits.subarray(row * V, (row + 1) * V), live.gen.logprobs);
+      s.req.outputIds.push(r.tokenId);
+      const isStop = live.stopIds.has(r.tokenId);
+      const routed = live.gen.returnRoutedExperts
+        ? routedExpertsOf(out, tokenEnd - 1, plan.numTokens)
+        : undefined;
+      live.events.push(tokenEvent(r, isStop, routed));
+      if (isStop) this.end(live, 'stop');
+      else if (s.req.outputIds.length >= live.maxNewTokens) this.end(live, 'length');
+    });
+  }
+
+  private endById(req: Request, reason: { error: string }): void {
+    const live = this.live.get(req.id);
+    if (live?.req === req) this.end(live, reason);
+  }
+
+  private isIdle(): boolean {
+    return this.live.size === 0 && !this.busy;
+  }
+
+  private notifyIdle(): void {
+    if (!this.isIdle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}
