@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -257,6 +257,40 @@ describe('block FP8 (written by SafetensorsWriter)', () => {
     const part = ck.read(name, { rows: [14, 20], cols: [30, 40] });
     for (let i = 0; i < 20; i++)
       for (let j = 0; j < 40; j++) expect(at(part, i, j)).toBe(at(t, 14 + i, 30 + j));
+    ck.close();
+  });
+  it('finds an MXFP8 scale that sits in another shard than its weight', () => {
+    const sharded = join(dir, 'sharded');
+    mkdirSync(sharded);
+    const cfg = JSON.parse(readFileSync(join(goldenCase('tiny-mxfp8'), 'config.json'), 'utf8'));
+    writeFileSync(join(sharded, 'config.json'), JSON.stringify(cfg));
+    const name = 'model.language_model.layers.1.mlp.experts.2.down_proj.weight';
+    const q = Uint8Array.from({ length: 64 * 40 }, (_, k) => (k * 13) % 0x7e);
+    const s = Uint8Array.from({ length: 64 * 2 }, (_, k) => 120 + (k % 9));
+    writeSafetensors(join(sharded, 'a.safetensors'), [
+      { name, dtype: 'F8_E4M3', shape: [64, 40], data: q },
+    ]);
+    writeSafetensors(join(sharded, 'b.safetensors'), [
+      { name: `${name}_scale_inv`, dtype: 'U8', shape: [64, 2], data: s },
+    ]);
+    const weightMap = { [name]: 'a.safetensors', [`${name}_scale_inv`]: 'b.safetensors' };
+    writeFileSync(
+      join(sharded, 'model.safetensors.index.json'),
+      JSON.stringify({ weight_map: weightMap }),
+    );
+    const ck = openCheckpoint(sharded);
+    const canon = 'model.layers.1.block_sparse_moe.experts.2.w2.weight';
+    expect(ck.names()).toEqual([canon]);
+    const t = ck.read(canon, { cols: [30, 10] });
+    for (const [i, j] of [
+      [0, 0],
+      [7, 1],
+      [63, 9],
+    ] as const) {
+      const col = 30 + j;
+      const want = e4m3(q[i * 40 + col]!) * 2 ** (s[i * 2 + Math.floor(col / 32)]! - 127);
+      expect(at(t, i, j)).toBe(want);
+    }
     ck.close();
   });
 });
