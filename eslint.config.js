@@ -45,6 +45,12 @@ export default tseslint.config(
     },
   },
   {
+    files: ['scripts/**/*.mjs'],
+    languageOptions: {
+      globals: { Buffer: 'readonly', console: 'readonly', process: 'readonly', URL: 'readonly' },
+    },
+  },
+  {
     files: ['**/*.test.ts', 'test/**/*.ts'],
     rules: { 'max-lines-per-function': 'off', 'max-lines': 'off', 'no-restricted-imports': 'off' },
   },

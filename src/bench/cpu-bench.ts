@@ -8,6 +8,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CpuBackend } from '../backend/cpu/cpu-backend.js';
 import { matmulF32 } from '../backend/cpu/ops/matmul.js';
+import { CpuKernels } from '../backend/cpu/wasm/cpu-kernels.js';
 import { argmax, generateTokens } from '../model/generate.js';
 import { loadModel } from '../model/load-model.js';
 import { runForward } from '../model/run-forward.js';
@@ -39,16 +40,29 @@ function time(fn: () => void, reps: number): number {
   return median(ts);
 }
 
-function benchMatmul(
-  M: number,
-  N: number,
-  K: number,
-): { shape: string; ms: number; gflops: number } {
-  const x = Float32Array.from({ length: M * K }, () => Math.random() - 0.5);
-  const w = Float32Array.from({ length: N * K }, () => Math.random() - 0.5);
-  const out = new Float32Array(M * N);
-  const ms = time(() => matmulF32(out, x, w, M, N, K), 5);
-  return { shape: `${M}x${N}x${K}`, ms, gflops: (2 * M * N * K) / (ms * 1e6) };
+interface MatmulRow {
+  shape: string;
+  kernel: 'wasm-simd' | 'js';
+  ms: number;
+  gflops: number;
+}
+
+/** The WASM SIMD kernel (operands in the heap) and the JS fallback on the same shape. */
+function benchMatmul(M: number, N: number, K: number): MatmulRow[] {
+  const k = new CpuKernels();
+  const fill = (n: number): Float32Array => {
+    const a = k.heap.f32(n); // filled in place: .map() would copy out of the heap
+    for (let i = 0; i < n; i++) a[i] = Math.random() - 0.5;
+    return a;
+  };
+  const [x, w, out] = [fill(M * K), fill(N * K), k.heap.f32(M * N)];
+  const flop = 2 * M * N * K;
+  const simd = time(() => k.matmul(out, x, w, M, N, K), 5);
+  const js = time(() => matmulF32(out, x, w, M, N, K), 3);
+  return [
+    { shape: `${M}x${N}x${K}`, kernel: 'wasm-simd', ms: simd, gflops: flop / (simd * 1e6) },
+    { shape: `${M}x${N}x${K}`, kernel: 'js', ms: js, gflops: flop / (js * 1e6) },
+  ];
 }
 
 /** The bundled model's shape (hidden 256, 6 layers, 8 experts top-2, MSA block 16). */
@@ -90,15 +104,19 @@ async function benchModel(): Promise<Record<string, number>> {
       result[`prefill_${T}_tok_s`] = T / ((performance.now() - t0) / 1000);
     }
     const prompt = Array.from({ length: 32 }, (_, i) => i + 1);
-    const n = 64;
+    const decode = async (n: number): Promise<number> => {
+      let count = 0;
+      for await (const _ of generateTokens(model, prompt, {
+        maxTokens: n,
+        eosTokenIds: [],
+        pick: argmax,
+      }))
+        count++;
+      return count;
+    };
+    await decode(16); // warm-up (JIT)
     const t0 = performance.now();
-    let count = 0;
-    for await (const _ of generateTokens(model, prompt, {
-      maxTokens: n,
-      eosTokenIds: [],
-      pick: argmax,
-    }))
-      count++;
+    const count = await decode(256);
     result['decode_tok_s'] = count / ((performance.now() - t0) / 1000);
     return result;
   } finally {
@@ -112,18 +130,19 @@ async function main(): Promise<void> {
   // JS arithmetic is scalar float64: at best one multiply and one add per cycle per core.
   const scalarPeak = (2 * mhz) / 1000;
   const simdPeak = (64 * mhz) / 1000; // AVX-512: 2 FMA units × 16 f32 lanes × 2 flops
-  const mm = [
-    benchMatmul(1, 4096, 1024),
-    benchMatmul(16, 1024, 1024),
-    benchMatmul(128, 1024, 1024),
-    benchMatmul(512, 768, 256),
-  ];
+  const shapes = [
+    [1, 4096, 1024],
+    [16, 1024, 1024],
+    [128, 1024, 1024],
+    [512, 768, 256],
+  ] as const;
+  const mm = shapes.flatMap(([M, N, K]) => benchMatmul(M, N, K));
   console.log(`CPU: ${cpu?.model ?? '?'} @ ${mhz} MHz, ${cpus().length} cores; one thread used`);
-  console.log('\nmatmul (float32 storage, float64 accumulation), median of 5');
-  console.log('shape (MxNxK)      ms      GFLOP/s  % scalar peak  % SIMD peak');
+  console.log('\nmatmul, median of 5 (wasm-simd: f32x4 accumulation; js: float64 accumulation)');
+  console.log('shape (MxNxK)    kernel        ms    GFLOP/s  % scalar peak  % SIMD peak');
   for (const r of mm) {
     console.log(
-      `${r.shape.padEnd(16)} ${r.ms.toFixed(2).padStart(7)} ${r.gflops.toFixed(2).padStart(10)} ${((100 * r.gflops) / scalarPeak).toFixed(0).padStart(12)}% ${((100 * r.gflops) / simdPeak).toFixed(1).padStart(10)}%`,
+      `${r.shape.padEnd(16)} ${r.kernel.padEnd(9)} ${r.ms.toFixed(2).padStart(7)} ${r.gflops.toFixed(2).padStart(10)} ${((100 * r.gflops) / scalarPeak).toFixed(0).padStart(12)}% ${((100 * r.gflops) / simdPeak).toFixed(1).padStart(10)}%`,
     );
   }
   const model = await benchModel();

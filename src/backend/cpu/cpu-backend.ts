@@ -14,11 +14,11 @@ import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { pagedAttention, writeCacheRows } from './ops/attention.js';
-import { matmulF32 } from './ops/matmul.js';
 import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
 import { msaSelectBlocks } from './ops/msa-select.js';
 import { addRmsNormRows, rmsNormRows } from './ops/norm.js';
 import { ropeNeox } from './ops/rope.js';
+import { CpuKernels } from './wasm/cpu-kernels.js';
 
 interface CpuBatchMeta extends BatchMeta {
   readonly layout: BatchLayout;
@@ -30,19 +30,25 @@ interface CpuBatchMeta extends BatchMeta {
  */
 export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
+  readonly kernels = new CpuKernels();
 
   alloc(shape: Shape, dtype: DType): Tensor {
     const n = numel(shape);
-    return new CpuTensor(shape, dtype, dtype === 'i32' ? new Int32Array(n) : new Float32Array(n));
+    const data = dtype === 'i32' ? this.kernels.heap.i32(n) : this.kernels.heap.f32(n);
+    data.fill(0); // recycled scratch blocks hold old values
+    return new CpuTensor(shape, dtype, data, true);
   }
 
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
-    if (dtype === 'i32') return new CpuTensor(shape, dtype, Int32Array.from(data));
-    return new CpuTensor(
-      shape,
-      dtype,
-      data instanceof Float32Array ? data : Float32Array.from(data),
-    );
+    const n = numel(shape);
+    const dst = dtype === 'i32' ? this.kernels.heap.i32(n, false) : this.kernels.heap.f32(n, false);
+    dst.set(data);
+    return new CpuTensor(shape, dtype, dst, true);
+  }
+
+  /** Bytes of tensor memory in use (weights, KV cache, live scratch). */
+  get bytesInUse(): number {
+    return this.kernels.heap.inUse;
   }
 
   readF32(t: Tensor): Float32Array {
@@ -53,7 +59,9 @@ export class CpuBackend implements Backend {
     return i32(t, 'readI32').slice();
   }
 
-  free(_t: Tensor): void {}
+  free(t: Tensor): void {
+    if (t instanceof CpuTensor && t.owner) this.kernels.heap.free(t.data);
+  }
 
   view(t: Tensor, shape: Shape): Tensor {
     const c = t as CpuTensor;
@@ -116,7 +124,14 @@ export class CpuBackend implements Backend {
     const M = numel(x.shape) / K;
     if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
       throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
-    matmulF32(f32(out, 'matmul.out', [M, N]), f32(x, 'matmul.x'), f32(w, 'matmul.w'), M, N, K);
+    this.kernels.matmul(
+      f32(out, 'matmul.out', [M, N]),
+      f32(x, 'matmul.x'),
+      f32(w, 'matmul.w'),
+      M,
+      N,
+      K,
+    );
   }
 
   add(out: Tensor, a: Tensor, b: Tensor): void {
@@ -239,6 +254,7 @@ export class CpuBackend implements Backend {
       D,
       I,
       o,
+      this.kernels,
     );
   }
 

@@ -9,6 +9,8 @@ export class CpuTensor implements Tensor {
     readonly shape: Shape,
     readonly dtype: DType,
     readonly data: Float32Array | Int32Array,
+    /** True when this tensor owns its block (alloc/upload), false for views. */
+    readonly owner = false,
   ) {
     if (data.length !== numel(shape)) {
       throw new Error(`CpuTensor: ${data.length} elements do not fill shape ${shapeStr(shape)}`);

@@ -1,5 +1,5 @@
 import type { ExpertWeights, MoeOptions, RouterOptions } from '../../backend.js';
-import { matmulF32 } from './matmul.js';
+import type { CpuKernels } from '../wasm/cpu-kernels.js';
 
 /** SwiGLU-OAI: g = min(gate, L), u = clamp(up, −L, L), out = g·σ(α·g)·(u + 1). gu [M, 2I] → out [M, I]. */
 export function swigluOaiRows(
@@ -62,6 +62,7 @@ export function moeRows(
   D: number,
   I: number,
   o: MoeOptions,
+  k: CpuKernels,
 ): void {
   const width = ids.length / (x.length / D);
   const perExpert: number[][] = Array.from({ length: ew.numLocalExperts }, () => []);
@@ -73,20 +74,21 @@ export function moeRows(
   perExpert.forEach((entries, e) => {
     const n = entries.length;
     if (n === 0) return;
-    const xs = new Float32Array(n * D);
+    const xs = k.heap.f32(n * D);
     entries.forEach((r, i) =>
       xs.set(x.subarray(Math.floor(r / width) * D, Math.floor(r / width) * D + D), i * D),
     );
-    const gu = new Float32Array(n * 2 * I);
-    matmulF32(gu, xs, gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), n, 2 * I, D);
-    const act = new Float32Array(n * I);
+    const gu = k.heap.f32(n * 2 * I);
+    k.matmul(gu, xs, gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), n, 2 * I, D);
+    const act = k.heap.f32(n * I);
     swigluOaiRows(act, gu, I, o.alpha, o.limit);
-    const y = new Float32Array(n * D);
-    matmulF32(y, act, down.subarray(e * D * I, (e + 1) * D * I), n, D, I);
+    const y = k.heap.f32(n * D);
+    k.matmul(y, act, down.subarray(e * D * I, (e + 1) * D * I), n, D, I);
     entries.forEach((r, i) => {
       const w = weights[r]!;
       const t0 = Math.floor(r / width) * D;
       for (let d = 0; d < D; d++) out[t0 + d] = out[t0 + d]! + w * y[i * D + d]!;
     });
+    for (const a of [xs, gu, act, y]) k.heap.free(a);
   });
 }

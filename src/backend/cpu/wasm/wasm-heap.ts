@@ -1,0 +1,88 @@
+/**
+ * The CPU backend's tensor memory: one shared WebAssembly memory, so the WASM kernels can
+ * read tensors in place. Shared memory is used because growing it never detaches existing
+ * views (a plain memory would invalidate every live Float32Array on each grow).
+ *
+ * Allocation: permanent tensors (weights, KV cache) take exact sizes; scratch sizes are
+ * rounded to one of four classes per power of two (≤ 25% waste) and recycled per class, so
+ * steps of varying shapes reuse memory instead of growing it. When the 4 GiB wasm limit is
+ * reached, allocations fall back to ordinary arrays (the JS kernels then run).
+ */
+import { wasm, type WasmMemory } from './wasm-api.js';
+
+const PAGE = 65536;
+const MAX_PAGES = 65536;
+const ALIGN = 64;
+
+export class WasmHeap {
+  readonly memory: WasmMemory = new wasm.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
+  private top = ALIGN; // offset 0 is never handed out
+  private readonly freeLists = new Map<number, number[]>();
+  private readonly sizeOf = new Map<number, number>();
+  private readonly buffers = new Set<ArrayBufferLike>([this.memory.buffer]);
+
+  /** Bytes handed out and not freed. */
+  inUse = 0;
+
+  f32(n: number, scratch = true): Float32Array {
+    const off = this.take(n * 4, scratch);
+    return off === null ? new Float32Array(n) : new Float32Array(this.memory.buffer, off, n);
+  }
+
+  i32(n: number, scratch = true): Int32Array {
+    const off = this.take(n * 4, scratch);
+    return off === null ? new Int32Array(n) : new Int32Array(this.memory.buffer, off, n);
+  }
+
+  /** True when `a` lies in this heap (so WASM kernels can address it by `a.byteOffset`). */
+  owns(a: ArrayBufferView): boolean {
+    return this.buffers.has(a.buffer);
+  }
+
+  /** Returns a block obtained from f32/i32 (a view of its start); other arrays are ignored. */
+  free(a: ArrayBufferView): void {
+    if (!this.owns(a)) return;
+    const size = this.sizeOf.get(a.byteOffset);
+    if (size === undefined) return;
+    this.sizeOf.delete(a.byteOffset);
+    this.inUse -= size;
+    const list = this.freeLists.get(size) ?? [];
+    list.push(a.byteOffset);
+    this.freeLists.set(size, list);
+  }
+
+  private take(bytes: number, scratch: boolean): number | null {
+    const size = scratch ? sizeClass(bytes) : Math.ceil(Math.max(bytes, 1) / ALIGN) * ALIGN;
+    const reused = this.freeLists.get(size)?.pop();
+    const off = reused ?? this.bump(size);
+    if (off === null) return null;
+    this.sizeOf.set(off, size);
+    this.inUse += size;
+    return off;
+  }
+
+  private bump(size: number): number | null {
+    const end = this.top + size;
+    const have = this.memory.buffer.byteLength;
+    if (end > have) {
+      const pages = Math.ceil((end - have) / PAGE);
+      if (have / PAGE + pages > MAX_PAGES) return null;
+      this.memory.grow(pages);
+      this.buffers.add(this.memory.buffer);
+    }
+    const off = this.top;
+    this.top = end;
+    return off;
+  }
+}
+
+/** Rounds up to 2^k · {1, 1.25, 1.5, 1.75}, at least 64 bytes. */
+export function sizeClass(bytes: number): number {
+  if (bytes <= ALIGN) return ALIGN;
+  const p = 2 ** Math.floor(Math.log2(bytes));
+  for (const f of [1, 1.25, 1.5, 1.75, 2]) {
+    const c = Math.ceil((p * f) / ALIGN) * ALIGN;
+    if (c >= bytes) return c;
+  }
+  return 2 * p;
+}

@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { assembleWat } from '../../../../scripts/assemble-wat.mjs';
+import { matmulF32 } from '../ops/matmul.js';
+import { CpuKernels } from './cpu-kernels.js';
+import { MATMUL_WASM_BASE64 } from './kernels-wasm.js';
+import { sizeClass } from './wasm-heap.js';
+
+function filled(k: CpuKernels, n: number, seed: number): Float32Array {
+  const a = k.heap.f32(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    a[i] = s / 2 ** 31 - 0.5;
+  }
+  return a;
+}
+
+describe('WASM SIMD matmul', () => {
+  it('embeds exactly the bytes matmul.wat assembles to (run scripts/build-wasm.mjs after editing)', async () => {
+    const wat = readFileSync(new URL('./matmul.wat', import.meta.url), 'utf8');
+    const bytes = await assembleWat(wat);
+    expect(Buffer.from(bytes).toString('base64')).toBe(MATMUL_WASM_BASE64);
+  });
+
+  it.each([
+    [1, 1, 4],
+    [1, 7, 8],
+    [2, 4, 4],
+    [3, 9, 12],
+    [5, 33, 64],
+    [17, 260, 96],
+  ])('matches the float64 JS kernel for M=%i N=%i K=%i', (M, N, K) => {
+    const k = new CpuKernels();
+    const x = filled(k, M * K, 1);
+    const w = filled(k, N * K, 2);
+    const got = k.heap.f32(M * N);
+    const ref = new Float32Array(M * N);
+    k.matmul(got, x, w, M, N, K);
+    matmulF32(ref, x, w, M, N, K);
+    for (let i = 0; i < M * N; i++)
+      expect(Math.abs(got[i]! - ref[i]!)).toBeLessThan(1e-5 * Math.sqrt(K));
+  });
+
+  it('gives each row bit-identical results whatever the batch around it (batch invariance)', () => {
+    const k = new CpuKernels();
+    const [M, N, K] = [7, 13, 32];
+    const x = filled(k, M * K, 3);
+    const w = filled(k, N * K, 4);
+    const all = k.heap.f32(M * N);
+    k.matmul(all, x, w, M, N, K);
+    for (let i = 0; i < M; i++) {
+      const one = k.heap.f32(N);
+      k.matmul(one, x.subarray(i * K, (i + 1) * K), w, 1, N, K);
+      expect(Array.from(one)).toEqual(Array.from(all.subarray(i * N, (i + 1) * N)));
+    }
+  });
+
+  it('falls back to the JS kernel for operands outside the heap or K not a multiple of 4', () => {
+    const k = new CpuKernels();
+    const x = new Float32Array([1, 2, 3]);
+    const w = new Float32Array([4, 5, 6, 1, 1, 1]);
+    const out = new Float32Array(2);
+    k.matmul(out, x, w, 1, 2, 3);
+    expect(Array.from(out)).toEqual([32, 6]);
+  });
+});
+
+describe('WasmHeap', () => {
+  it('recycles freed scratch blocks of the same size class', () => {
+    const k = new CpuKernels();
+    const a = k.heap.f32(1000);
+    const off = a.byteOffset;
+    k.heap.free(a);
+    const b = k.heap.f32(990);
+    expect(b.byteOffset).toBe(off);
+    expect(k.heap.inUse).toBe(sizeClass(4000));
+  });
+
+  it('keeps earlier views valid when the memory grows', () => {
+    const k = new CpuKernels();
+    const a = k.heap.f32(16, false);
+    a.fill(7);
+    k.heap.f32(8 * 2 ** 20); // 32 MiB forces a grow
+    expect(Array.from(a)).toEqual(new Array<number>(16).fill(7));
+  });
+
+  it('size classes waste at most 25%', () => {
+    for (const n of [65, 100, 1000, 4097, 123457, 10 ** 7]) {
+      const c = sizeClass(n);
+      expect(c).toBeGreaterThanOrEqual(n);
+      expect(c).toBeLessThanOrEqual(Math.max(64, n * 1.25 + 64));
+    }
+  });
+});
