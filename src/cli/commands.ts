@@ -30,6 +30,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'k-shot GSM8K with lm-eval strict-match and flexible-extract scoring',
       load: async () => (await import('./eval-gsm8k-command.js')).evalGsm8kCommand,
     },
+    'eval tool-loop': {
+      summary: 'multi-turn tool-calling loop with scripted tool results',
+      load: async () => (await import('./eval-tool-loop-command.js')).evalToolLoopCommand,
+    },
     'init-random': {
       summary: 'write a random-weight checkpoint for a preset (minimax-m3, tiny) or a config',
       load: async () => (await import('./init-random-command.js')).initRandomCommand,
