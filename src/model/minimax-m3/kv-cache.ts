@@ -58,3 +58,11 @@ export function allocKvCache(
   }));
   return { numPages, pageSize, layers };
 }
+
+export function freeKvCache(backend: Backend, kv: KvCache): void {
+  for (const l of kv.layers) {
+    backend.free(l.k);
+    backend.free(l.v);
+    if (l.indexK) backend.free(l.indexK);
+  }
+}
