@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/engine-types.js';
+import { ConnectionDrain } from './connection-drain.js';
 import { ApiError, badRequest, routeNotFound, toApiError, unauthorized } from './errors.js';
 import { registerChatCompletions } from './openai/chat-completions.js';
 import { registerCompletions } from './openai/completions.js';
@@ -45,12 +46,20 @@ function sameSecret(given: string, expected: string): boolean {
 }
 
 /** Hooks every request: refuse while closing, check the API key on /v1, count it when done. */
-function installHooks(app: FastifyInstance, ctx: ServerContext, closing: () => boolean): void {
+function installHooks(
+  app: FastifyInstance,
+  ctx: ServerContext,
+  drain: ConnectionDrain,
+  closing: () => boolean,
+): void {
   app.addHook('onRequest', async (request, reply) => {
     const endpoint = request.routeOptions.url ?? 'unmatched';
+    const socket = request.raw.socket;
+    drain.requestStarted(socket);
     reply.raw.once('close', () => {
       // 499 (nginx's "client closed request"): the client went away before the answer ended.
       ctx.metrics.requestDone(endpoint, reply.raw.writableFinished ? reply.raw.statusCode : 499);
+      drain.requestEnded(socket);
     });
     if (closing()) {
       reply.header('connection', 'close');
@@ -103,9 +112,11 @@ export function createServer(args: CreateServerArgs): FastifyInstance {
     forceCloseConnections: 'idle',
   });
   const ctx = buildContext(args, options);
+  const drain = new ConnectionDrain(app.server);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    drain.drain();
   });
   installJsonParser(app);
   app.setErrorHandler(async (err, _request, reply) => {
@@ -116,7 +127,7 @@ export function createServer(args: CreateServerArgs): FastifyInstance {
   app.setNotFoundHandler(async (request, reply) => {
     return reply.status(404).send(routeNotFound(request.method, request.url).toBody());
   });
-  installHooks(app, ctx, () => closing);
+  installHooks(app, ctx, drain, () => closing);
   registerChatCompletions(app, ctx);
   registerCompletions(app, ctx);
   registerModels(app, ctx);

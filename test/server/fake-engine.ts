@@ -54,6 +54,7 @@ export class FakeEngine implements Engine {
   readonly aborted: string[] = [];
   readonly finished: string[] = [];
   running = 0;
+  maxRunning = 0;
   pagesUsed = 0;
   shutdownCalled = false;
   private readonly o: FakeEngineOptions;
@@ -86,6 +87,7 @@ export class FakeEngine implements Engine {
     this.requests.push(req);
     const pages = Math.ceil((req.promptIds.length + req.maxTokens) / PAGE_SIZE);
     this.running++;
+    this.maxRunning = Math.max(this.maxRunning, this.running);
     this.pagesUsed += pages;
     try {
       yield* this.emit(req, signal);
