@@ -1,0 +1,86 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { builtinM3Template, renderChat } from '../../tokenizer/chat-template.js';
+
+import { formatToolCalls, toM3Xml } from './tool-call-formatter.js';
+import { parseToolCalls, type ToolSpec } from './tool-call-parser.js';
+import type { JsonSchema } from './tool-schema.js';
+
+const NS = ']<]minimax[>[';
+
+/** The schema a value satisfies, so that parsing can type it back. */
+function schemaOf(v: unknown): JsonSchema {
+  if (typeof v === 'string') return { type: 'string' };
+  if (typeof v === 'boolean') return { type: 'boolean' };
+  if (typeof v === 'number') return { type: Number.isInteger(v) ? 'integer' : 'number' };
+  if (Array.isArray(v)) return { type: 'array', prefixItems: v.map(schemaOf) };
+  const props = Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, schemaOf(x)]));
+  return { type: 'object', properties: props };
+}
+
+const key = fc.stringMatching(/^[a-z][a-z0-9_]{0,7}$/).filter((k) => k !== 'item');
+const text = fc.string({ unit: 'grapheme', maxLength: 12 }).filter((s) => !s.includes(']<]'));
+const leaf = fc.oneof(
+  text,
+  fc.boolean(),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Object.is(d, -0)),
+);
+const { value } = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: 'small' }, leaf, tie('array'), tie('object')),
+  array: fc.array(tie('value'), { minLength: 1, maxLength: 3 }),
+  object: fc.dictionary(key, tie('value'), { minKeys: 1, maxKeys: 3 }),
+}));
+const args = fc.dictionary(key, value, { maxKeys: 4 });
+
+describe('formatToolCalls', () => {
+  it('writes the M3 block layout', () => {
+    const out = formatToolCalls([
+      { name: 'f', arguments: '{"a":1,"b":[true,null],"c":{"d":"x"},"e":null}' },
+      { function: { name: 'g', arguments: {} } },
+    ]);
+    expect(out).toBe(
+      `${NS}<tool_call>\n${NS}<invoke name="f">${NS}<a>1${NS}</a>${NS}<b>${NS}<item>true${NS}</item>` +
+        `${NS}<item>${NS}</item>${NS}</b>${NS}<c>${NS}<d>x${NS}</d>${NS}</c>${NS}</invoke>\n` +
+        `${NS}<invoke name="g">${NS}</invoke>\n${NS}</tool_call>`,
+    );
+    expect(toM3Xml(null)).toBe('');
+  });
+
+  it('round-trips through parseToolCalls given the schema', () => {
+    fc.assert(
+      fc.property(args, (a) => {
+        const tool: ToolSpec = {
+          type: 'function',
+          function: { name: 'f', parameters: schemaOf(a) },
+        };
+        const parsed = parseToolCalls(formatToolCalls([{ name: 'f', arguments: a }]), [tool]);
+        expect(parsed.content).toBe('');
+        expect(JSON.parse(parsed.toolCalls[0]!.function.arguments)).toEqual(a);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes exactly what the built-in chat template renders for a past call', () => {
+    fc.assert(
+      fc.property(args, (a) => {
+        const call = {
+          id: 'c',
+          type: 'function',
+          function: { name: 'f', arguments: JSON.stringify(a) },
+        };
+        const { prompt } = renderChat(
+          builtinM3Template,
+          [{ role: 'assistant', content: '', tool_calls: [call] }],
+          {
+            addGenerationPrompt: false,
+          },
+        );
+        expect(prompt).toContain(`</mm:think>${formatToolCalls([call])}[e~[`);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
