@@ -22,7 +22,7 @@ export interface SoakOptions {
   /** Share of requests cut short (half by abort signal, half by the reader stopping). */
   readonly abortRate: number;
   readonly seed: number;
-  /** Allowed heap growth over the warm baseline, in MiB. */
+  /** Allowed growth of the JS heap, and of ArrayBuffer memory, over the warm baseline (MiB). */
   readonly heapSlackMiB: number;
   readonly log?: (line: string) => void;
 }
@@ -41,7 +41,11 @@ export interface SoakReport {
   readonly kvPagesUsedAfter: number;
   readonly heapBaselineMiB: number;
   readonly heapAfterMiB: number;
+  readonly buffersBaselineMiB: number;
+  readonly buffersAfterMiB: number;
 }
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
 
 /** `gc()` without --expose-gc: turning the flag on at run time exposes it to new contexts. */
 function getGc(): () => void {
@@ -49,9 +53,11 @@ function getGc(): () => void {
   return vm.runInNewContext('gc') as () => void;
 }
 
-function heapMiB(gc: () => void): number {
+/** JS heap and ArrayBuffer memory (typed arrays, WASM memory) after full collections. */
+function memoryMiB(gc: () => void): { heap: number; buffers: number } {
   for (let i = 0; i < 3; i++) gc();
-  return process.memoryUsage().heapUsed / 2 ** 20;
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed / 2 ** 20, buffers: m.arrayBuffers / 2 ** 20 };
 }
 
 /** Shared "system prompts" so prefix caching is exercised alongside unique prompts. */
@@ -135,7 +141,7 @@ export async function runSoak(
     Array.from({ length: o.concurrency }, () => client(engine, vocabSize, rng, warm, t, o)),
   );
   await engine.whenIdle();
-  const baseline = heapMiB(gc);
+  const baseline = memoryMiB(gc);
   const deadline = Date.now() + o.seconds * 1000;
   const ticker = setInterval(() => {
     const s = engine.stats();
@@ -152,15 +158,17 @@ export async function runSoak(
     clearInterval(ticker);
   }
   await engine.whenIdle();
-  const after = heapMiB(gc);
+  const after = memoryMiB(gc);
   const s = engine.stats();
   const failures = [...t.failures];
   if (s.kvPagesUsed !== 0) failures.push(`${s.kvPagesUsed} KV pages still used when idle`);
   if (s.numRunning + s.numWaiting !== 0)
     failures.push(`${s.numRunning} running, ${s.numWaiting} waiting when idle`);
   if (t.errors > 0) failures.push(`${t.errors} error events`);
-  if (after > baseline + o.heapSlackMiB) {
-    failures.push(`heap grew from ${baseline.toFixed(1)} to ${after.toFixed(1)} MiB`);
+  for (const k of ['heap', 'buffers'] as const) {
+    if (after[k] > baseline[k] + o.heapSlackMiB) {
+      failures.push(`${k} grew from ${baseline[k].toFixed(1)} to ${after[k].toFixed(1)} MiB`);
+    }
   }
   try {
     engine.checkIntegrity();
@@ -178,8 +186,10 @@ export async function runSoak(
     numPreemptions: s.numPreemptions ?? 0,
     prefixCacheHitTokens: s.prefixCacheHitTokens,
     kvPagesUsedAfter: s.kvPagesUsed,
-    heapBaselineMiB: Number(baseline.toFixed(2)),
-    heapAfterMiB: Number(after.toFixed(2)),
+    heapBaselineMiB: round2(baseline.heap),
+    heapAfterMiB: round2(after.heap),
+    buffersBaselineMiB: round2(baseline.buffers),
+    buffersAfterMiB: round2(after.buffers),
   };
 }
 
