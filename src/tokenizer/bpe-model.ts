@@ -4,8 +4,6 @@ export interface BpeModelOptions {
   ignoreMerges?: boolean;
   /** Id emitted for a character missing from the vocabulary; dropped when undefined. */
   unkId?: number;
-  /** Words cached at most; the cache is cleared when it fills (cheap and good enough). */
-  cacheSize?: number;
 }
 
 // Merge table key: both ids packed into one float-safe integer (ids < 2^26).
@@ -18,15 +16,12 @@ const ID_SPACE = 2 ** 26;
  */
 export class BpeModel {
   private readonly merges = new Map<number, { rank: number; id: number }>();
-  private readonly cache = new Map<string, readonly number[]>();
-  private readonly cacheSize: number;
 
   constructor(
     private readonly vocab: ReadonlyMap<string, number>,
     merges: readonly (readonly [string, string])[],
     private readonly opts: BpeModelOptions = {},
   ) {
-    this.cacheSize = opts.cacheSize ?? 50_000;
     merges.forEach(([a, b], rank) => {
       const left = vocab.get(a);
       const right = vocab.get(b);
@@ -39,14 +34,9 @@ export class BpeModel {
     });
   }
 
-  /** Token ids of one byte-level word. */
-  encodeWord(word: string): readonly number[] {
-    const hit = this.cache.get(word);
-    if (hit) return hit;
-    const ids = this.merge(word);
-    if (this.cache.size >= this.cacheSize) this.cache.clear();
-    this.cache.set(word, ids);
-    return ids;
+  /** Token ids of one word spelled in byte-level characters. */
+  encodeWord(word: string): number[] {
+    return this.merge(word);
   }
 
   private merge(word: string): number[] {

@@ -1,6 +1,6 @@
 import { AddedTokenMatcher, type AddedToken } from './added-tokens.js';
 import { BpeModel } from './bpe-model.js';
-import { byteLevelTokenBytes } from './byte-level.js';
+import { byteLevelTokenBytes, toByteLevel } from './byte-level.js';
 import { buildNormalizer, type Normalizer } from './normalizer.js';
 import { buildPostProcessor, type PostProcessor } from './post-processor.js';
 import { buildPreTokenizer, type PreTokenizer } from './pre-tokenizer.js';
@@ -45,6 +45,8 @@ export class BpeTokenizer implements Tokenizer {
   private readonly preTokenize: PreTokenizer;
   private readonly postProcess: PostProcessor;
   private readonly model: BpeModel;
+  // Ids per pre-tokenized word: natural text repeats words, so most lookups hit.
+  private readonly wordCache = new Map<string, readonly number[]>();
 
   /**
    * @param json parsed tokenizer.json
@@ -89,10 +91,21 @@ export class BpeTokenizer implements Tokenizer {
         continue;
       }
       for (const word of this.preTokenize(this.normalize(seg.text))) {
-        for (const id of this.model.encodeWord(word)) ids.push(id);
+        for (const id of this.encodeWord(word)) ids.push(id);
       }
     }
     return (o.addSpecialTokens ?? true) ? this.postProcess(ids) : ids;
+  }
+
+  private encodeWord(word: string): readonly number[] {
+    let ids = this.wordCache.get(word);
+    if (!ids) {
+      ids = this.model.encodeWord(toByteLevel(word));
+      // Cleared rather than LRU-evicted when full: cheap, and refills with the hot words.
+      if (this.wordCache.size >= 100_000) this.wordCache.clear();
+      this.wordCache.set(word, ids);
+    }
+    return ids;
   }
 
   decode(ids: readonly number[], o: DecodeOptions = {}): string {

@@ -21,6 +21,16 @@ const utf8 = new TextEncoder();
 /** Text -> its UTF-8 bytes spelled in byte-level characters (what BPE vocabularies store). */
 export function toByteLevel(text: string): string {
   let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x80) return toByteLevelSlow(text);
+    out += BYTE_TO_CHAR[code]!;
+  }
+  return out;
+}
+
+function toByteLevelSlow(text: string): string {
+  let out = '';
   for (const b of utf8.encode(text)) out += BYTE_TO_CHAR[b]!;
   return out;
 }

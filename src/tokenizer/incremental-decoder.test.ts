@@ -62,3 +62,17 @@ describe('IncrementalDecoder', () => {
     expect(dec.flush()).toBe('\uFFFD');
   });
 });
+
+describe('parserMarkerIds', () => {
+  it('finds the M3 markers the vocabulary has', async () => {
+    const { parserMarkerIds } = await import('./minimax-m3-tokens.js');
+    const ids = parserMarkerIds(tok);
+    expect(ids).toEqual(
+      new Set(
+        ['<mm:think>', '</mm:think>', ']<]minimax[>[', '<tool_call>', '</tool_call>'].map((m) =>
+          tok.tokenToId(m)!,
+        ),
+      ),
+    );
+  });
+});

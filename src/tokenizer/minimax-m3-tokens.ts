@@ -25,3 +25,18 @@ export const M3_PARSER_MARKERS: readonly string[] = [
   M3_TOKENS.toolCallOpen,
   M3_TOKENS.toolCallClose,
 ];
+
+/**
+ * Ids of {@link M3_PARSER_MARKERS} in a vocabulary (those it has), for `IncrementalDecoder`
+ * `keepIds`: a tokenizer that flags them special would otherwise hide them from the parsers.
+ */
+export function parserMarkerIds(tokenizer: {
+  tokenToId(token: string): number | undefined;
+}): Set<number> {
+  const ids = new Set<number>();
+  for (const marker of M3_PARSER_MARKERS) {
+    const id = tokenizer.tokenToId(marker);
+    if (id !== undefined) ids.add(id);
+  }
+  return ids;
+}

@@ -40,10 +40,10 @@ describe('buildPreTokenizer', () => {
     expect(split('Removed', true)('a-b--c')).toEqual(['-', '-', '-']);
   });
 
-  it('maps pieces to byte-level characters and honours add_prefix_space', () => {
+  it('splits with the GPT-2 pattern and honours add_prefix_space', () => {
     const pt = buildPreTokenizer({ type: 'ByteLevel', add_prefix_space: true, use_regex: true });
-    expect(pt('hi there')).toEqual(['Ġhi', 'Ġthere']);
-    expect(pt('é')).toEqual(['ĠÃ©']);
+    expect(pt("hi there, it's 42")).toEqual([' hi', ' there', ',', ' it', "'s", ' 42']);
+    expect(pt(' é')).toEqual([' é']);
   });
 
   it('refuses pipelines that are not byte-level', () => {

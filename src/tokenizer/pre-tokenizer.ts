@@ -1,7 +1,6 @@
-import { toByteLevel } from './byte-level.js';
 import { onigToJsRegex } from './onig-regex.js';
 
-/** Splits normalized text into words for BPE, each spelled in byte-level characters. */
+/** Splits normalized text into the words BPE merges within (raw text, not byte-level yet). */
 export type PreTokenizer = (text: string) => string[];
 
 type SplitBehavior =
@@ -27,8 +26,8 @@ type Step = (piece: string) => string[];
 
 /**
  * Builds the pre-tokenizer of a tokenizer.json. Supports ByteLevel, Split (regex or string,
- * every behavior), Digits and Sequence of those. Byte-level mapping happens once, at the end,
- * and is required: this engine only serves byte-level BPE vocabularies.
+ * every behavior), Digits and Sequence of those. A ByteLevel step is required: this engine only
+ * serves byte-level BPE vocabularies (the caller maps each word to byte-level characters).
  */
 export function buildPreTokenizer(config: unknown): PreTokenizer {
   const steps: Step[] = [];
@@ -58,8 +57,9 @@ export function buildPreTokenizer(config: unknown): PreTokenizer {
     throw new Error('tokenizer.json has no ByteLevel pre-tokenizer (not byte-level BPE)');
   return (text) => {
     let pieces = [text];
-    for (const step of steps) pieces = pieces.flatMap(step);
-    return pieces.map(toByteLevel);
+    for (const step of steps)
+      pieces = pieces.length === 1 ? step(pieces[0]!) : pieces.flatMap(step);
+    return pieces;
   };
 }
 
@@ -78,10 +78,25 @@ interface Span {
 
 /** Cuts a piece at the regex's matches and regroups the spans as HF's SplitDelimiterBehavior. */
 function splitStep(re: RegExp, behavior: SplitBehavior, invert = false): Step {
+  if (behavior === 'Isolated') return (piece) => isolate(piece, re);
   return (piece) => {
     const spans = matchSpans(piece, re).map((s) => ({ ...s, isMatch: s.isMatch !== invert }));
     return regroup(spans, behavior);
   };
+}
+
+/** Isolated split (the common case, invert irrelevant): matches and the gaps between them. */
+function isolate(text: string, re: RegExp): string[] {
+  const out: string[] = [];
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m[0].length === 0) continue;
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
 }
 
 function matchSpans(text: string, re: RegExp): Span[] {
