@@ -34,6 +34,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'multi-turn tool-calling loop with scripted tool results',
       load: async () => (await import('./eval-tool-loop-command.js')).evalToolLoopCommand,
     },
+    compare: {
+      summary: 'A/B table, deltas, verdicts and SVG chart from bench serve JSONL files',
+      load: async () => (await import('./compare-command.js')).compareCommand,
+    },
     'init-random': {
       summary: 'write a random-weight checkpoint for a preset (minimax-m3, tiny) or a config',
       load: async () => (await import('./init-random-command.js')).initRandomCommand,
