@@ -1,0 +1,70 @@
+/** Launchers for kernels/attention.cu and kernels/msa.cu (see the kernels' headers). */
+import type { AttentionOptions, MsaOptions } from '../backend.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import type { CudaBatchMeta } from './batch-meta.js';
+import { cuda, letter } from './cuda-tensor.js';
+import { ensureSmem, type OpContext } from './op-context.js';
+
+function pow2AtLeast(n: number, max: number, what: string): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  if (p > max) throw new Error(`attention: ${what} is too large for the CUDA kernel`);
+  return p;
+}
+
+export function attention(
+  ctx: OpContext, out: Tensor, q: Tensor, k: Tensor, v: Tensor, meta: CudaBatchMeta, o: AttentionOptions,
+): void {
+  const T = meta.numTokens;
+  const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
+  const qo = cuda(out, 'attention.out', ['bf16', 'f32'], [T, H * Dh]);
+  const qi = cuda(q, 'attention.q', [qo.dtype], [T, H * Dh]);
+  const kc = cuda(k, 'attention.k', [qo.dtype]);
+  const vc = cuda(v, 'attention.v', [qo.dtype], kc.shape);
+  if (kc.shape.length !== 3 || kc.shape[2] !== Hkv * Dh)
+    throw new Error(`attention: cache shape [${kc.shape.join(', ')}] is not [P, S, ${Hkv * Dh}]`);
+  const S = kc.shape[1]!;
+  const G = H / Hkv;
+  const MH = pow2AtLeast(Math.ceil(G / 4), 8, `a GQA group of ${G}`);
+  const MD = pow2AtLeast(Math.ceil(Dh / 32), 8, `head_dim ${Dh}`);
+  let blocks = 0;
+  let topk = 0;
+  if (o.blocks) {
+    topk = o.blocks.shape[2]!;
+    blocks = cuda(o.blocks, 'attention.blocks', ['i32'], [Hkv, T, topk]).ptr;
+  }
+  const l = letter(qo, 'attention');
+  const fn = ctx.kernels.fn('attention', 'attention', {
+    ATTN_T: l === 'b' ? 'bf16_t' : 'float',
+    ATTN_MH: MH,
+    ATTN_MD: MD,
+  });
+  const smem = (G * Dh + 2 * 32 * (Dh + 1)) * 4;
+  ensureSmem(ctx, fn, smem);
+  ctx.dev.launch(
+    fn, [T, Hkv, 1], [128, 1, 1], smem, 'pppppppiiiiiifpi',
+    qo.ptr, qi.ptr, kc.ptr, vc.ptr, meta.positions, meta.seqOfToken, meta.pageTable,
+    meta.pageStride, T, H, Hkv, Dh, S, o.scale, blocks, topk,
+  );
+}
+
+export function msaSelect(
+  ctx: OpContext, out: Tensor, idxQ: Tensor, idxK: Tensor, meta: CudaBatchMeta, o: MsaOptions,
+): void {
+  const T = meta.numTokens;
+  const { numIndexHeads: Hi, indexDim: Di, topk } = o;
+  const oo = cuda(out, 'msaSelect.out', ['i32'], [Hi, T, topk]);
+  const qi = cuda(idxQ, 'msaSelect.idxQ', ['bf16', 'f32'], [T, Hi * Di]);
+  const kc = cuda(idxK, 'msaSelect.idxK', ['bf16', 'f32']);
+  if (kc.shape.length !== 3 || kc.shape[2] !== Di)
+    throw new Error(`msaSelect: index cache shape [${kc.shape.join(', ')}] is not [P, S, ${Di}]`);
+  const S = kc.shape[1]!;
+  const fn = ctx.kernels.fn('msa', `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`);
+  const smem = Math.ceil(((Di + meta.pageStride) * 4 + meta.pageStride) / 16) * 16;
+  ensureSmem(ctx, fn, smem);
+  ctx.dev.launch(
+    fn, [T, Hi, 1], [128, 1, 1], smem, 'ppppppiiiiiiii',
+    oo.ptr, qi.ptr, kc.ptr, meta.positions, meta.seqOfToken, meta.pageTable,
+    meta.pageStride, T, Hi, Di, S, topk, o.initBlocks, o.localBlocks,
+  );
+}

@@ -1,0 +1,55 @@
+/**
+ * GEMMs through cuBLAS (cublasGemmEx): bf16 or f32 operands, f32 accumulation
+ * (CUBLAS_COMPUTE_32F, so f32 x f32 stays true f32, no TF32), bf16 or f32 output.
+ * Row-major out[M, N] = x[M, K] . w[N, K]^T is column-major out^T = w^T(op T) . x^T.
+ */
+import type { CudaDevice } from './device.js';
+
+const CUDA_R_32F = 0;
+const CUDA_R_16BF = 14;
+const CUBLAS_OP_N = 0;
+const CUBLAS_OP_T = 1;
+const CUBLAS_COMPUTE_32F = 68;
+const CUBLAS_GEMM_DEFAULT = -1;
+const WORKSPACE_BYTES = 64 * 2 ** 20;
+
+export type GemmType = 'bf16' | 'f32';
+
+export class CublasGemm {
+  private readonly handle: unknown;
+  private readonly one = new Float32Array([1]);
+  private readonly zero = new Float32Array([0]);
+  readonly version: number;
+
+  constructor(private readonly dev: CudaDevice) {
+    const { cublas } = dev.libs;
+    const h: [unknown] = [null];
+    dev.check.cublas(cublas.cublasCreate(h), 'cublasCreate');
+    this.handle = h[0];
+    dev.check.cublas(cublas.cublasSetStream(this.handle, dev.stream), 'cublasSetStream');
+    // A fixed workspace: cuBLAS must not allocate while a CUDA graph is being captured.
+    const ws = dev.malloc(WORKSPACE_BYTES, 'cuBLAS workspace');
+    dev.check.cublas(cublas.cublasSetWorkspace(this.handle, ws, WORKSPACE_BYTES), 'cublasSetWorkspace');
+    const v = [0];
+    dev.check.cublas(cublas.cublasGetVersion(this.handle, v), 'cublasGetVersion');
+    this.version = v[0]!;
+  }
+
+  /** out[M, N] = x[M, K] . w[N, K]^T (optionally += when accumulate). */
+  gemm(
+    out: number, outType: GemmType,
+    x: number, w: number, inType: GemmType,
+    M: number, N: number, K: number,
+    accumulate = false,
+  ): void {
+    const t = (d: GemmType): number => (d === 'bf16' ? CUDA_R_16BF : CUDA_R_32F);
+    const res = this.dev.libs.cublas.cublasGemmEx(
+      this.handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K,
+      this.one, w, t(inType), K,
+      x, t(inType), K,
+      accumulate ? this.one : this.zero, out, t(outType), N,
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT,
+    ) as number;
+    if (res !== 0) this.dev.check.cublas(res, `cublasGemmEx(M=${M}, N=${N}, K=${K}, ${inType} -> ${outType})`);
+  }
+}

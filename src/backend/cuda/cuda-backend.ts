@@ -1,0 +1,301 @@
+/**
+ * The CUDA backend: bf16 (or f32) tensors in device memory, kernels from kernels/*.cu compiled
+ * by NVRTC, GEMMs on cuBLAS, one stream. Every op only enqueues work (no host reads), so a
+ * decode step can be captured into a CUDA graph (decode-graphs.ts). Created with
+ * `createCudaBackend()`; on a machine without a usable GPU that throws one clear line.
+ */
+import type {
+  AttentionOptions, Backend, BatchMeta, ExpertWeights, MoeOptions, MsaOptions, RopeOptions,
+  RouterOptions,
+} from '../backend.js';
+import type { ForwardBatch } from '../forward-batch.js';
+import { DTYPE_BYTES, type DType } from '../../tensor/dtype.js';
+import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import { attention, msaSelect } from './attention-ops.js';
+import { BatchMetaStore, type CudaBatchMeta } from './batch-meta.js';
+import { CublasGemm, type GemmType } from './cublas-gemm.js';
+import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
+import { CudaDevice, fmtBytes, type CudaGraph } from './device.js';
+import * as ew from './elementwise-ops.js';
+import { loadCudaLibs } from './ffi.js';
+import { KernelCache } from './kernel-cache.js';
+import { moe, routerTopK } from './moe-ops.js';
+import type { OpContext } from './op-context.js';
+import { Workspace } from './workspace.js';
+
+export interface CudaBackendOptions {
+  readonly deviceOrdinal?: number;
+  /** Capacity of the per-step metadata buffer, in int32 entries (default 4 Mi). */
+  readonly maxMetaInts?: number;
+}
+
+/** Allocations at least this large bypass the pool (weights, KV cache, huge prefill scratch). */
+const EXACT_ALLOC_BYTES = 256 * 2 ** 20;
+const UPLOAD_CHUNK_ELEMS = 16 * 2 ** 20;
+
+export class CudaBackend implements Backend {
+  readonly name = 'cuda' as const;
+  readonly ctx: OpContext;
+  readonly gemm: CublasGemm;
+  readonly metaStore: BatchMetaStore;
+  private readonly pool: MemoryPool;
+  private readonly exact = new Set<PoolBlock>();
+  /** While capturing a graph: tensors read back by the model, to read after each replay. */
+  private captureReads: CudaTensor[] | null = null;
+
+  constructor(
+    readonly dev: CudaDevice,
+    o: CudaBackendOptions = {},
+  ) {
+    this.ctx = { dev, kernels: new KernelCache(dev), ws: new Workspace(dev) };
+    this.gemm = new CublasGemm(dev);
+    this.pool = new MemoryPool((bytes) => dev.malloc(bytes, 'pool block'));
+    this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);
+  }
+
+  // ------------------------------------------------------------------ memory
+
+  alloc(shape: Shape, dtype: DType): Tensor {
+    const t = this.allocRaw(shape, dtype);
+    this.dev.memsetAsync(t.ptr, 0, t.bytes);
+    return t;
+  }
+
+  private allocRaw(shape: Shape, dtype: DType): CudaTensor {
+    const bytes = Math.max(1, numel(shape) * DTYPE_BYTES[dtype]);
+    let block: PoolBlock;
+    if (bytes >= EXACT_ALLOC_BYTES) {
+      block = { ptr: this.dev.malloc(bytes, `tensor ${shapeStr(shape)} ${dtype}`), bytes, inUse: true };
+      this.exact.add(block);
+    } else {
+      block = this.pool.take(bytes);
+    }
+    return new CudaTensor(shape, dtype, block.ptr, block);
+  }
+
+  upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
+    const n = numel(shape);
+    if (data.length !== n) throw new Error(`upload: ${data.length} values for shape ${shapeStr(shape)}`);
+    const t = this.allocRaw(shape, dtype);
+    if (dtype === 'i32' || dtype === 'f32') {
+      if ((dtype === 'i32') !== data instanceof Int32Array)
+        throw new Error(`upload: ${data.constructor.name} cannot be stored as ${dtype}`);
+      this.dev.upload(t.ptr, data);
+    } else if (dtype === 'bf16') {
+      if (!(data instanceof Float32Array)) throw new Error('upload: bf16 needs Float32Array data');
+      this.uploadAsBf16(t.ptr, data);
+    } else {
+      throw new Error(`upload: dtype ${dtype} is not stored by the CUDA backend (bf16, f32, i32)`);
+    }
+    return t;
+  }
+
+  /** f32 host data -> bf16 device memory, converted on the GPU in chunks. */
+  private uploadAsBf16(dst: number, data: Float32Array): void {
+    const chunk = Math.min(data.length, UPLOAD_CHUNK_ELEMS);
+    const staging = this.ctx.ws.get('upload.staging', chunk * 4);
+    for (let i = 0; i < data.length; i += chunk) {
+      const n = Math.min(chunk, data.length - i);
+      this.dev.upload(staging, data.subarray(i, i + n));
+      ew.convert(this.ctx, dst + i * 2, 'b', staging, 'f', n);
+    }
+    this.dev.sync();
+  }
+
+  readF32(t: Tensor): Float32Array {
+    const c = cuda(t, 'readF32', ['f32', 'bf16']);
+    const n = c.numel;
+    if (this.captureReads) {
+      this.captureReads.push(c);
+      return new Float32Array(n);
+    }
+    if (c.dtype === 'f32') {
+      const out = new Float32Array(n);
+      this.dev.download(out, c.ptr);
+      return out;
+    }
+    const bits = new Uint16Array(n);
+    this.dev.download(bits, c.ptr);
+    const out = new Float32Array(n);
+    const u = new Uint32Array(out.buffer);
+    for (let i = 0; i < n; i++) u[i] = bits[i]! << 16;
+    return out;
+  }
+
+  readI32(t: Tensor): Int32Array {
+    const c = cuda(t, 'readI32', ['i32']);
+    if (this.captureReads) {
+      this.captureReads.push(c);
+      return new Int32Array(c.numel);
+    }
+    const out = new Int32Array(c.numel);
+    this.dev.download(out, c.ptr);
+    return out;
+  }
+
+  free(t: Tensor): void {
+    const c = cuda(t, 'free');
+    const block = c.block;
+    if (!block || !block.inUse) return;
+    if (this.exact.has(block)) {
+      if (this.dev.isCapturing) throw new Error('cuda: freeing a large tensor during graph capture');
+      this.dev.sync();
+      block.inUse = false;
+      this.exact.delete(block);
+      this.dev.free(block.ptr, block.bytes);
+    } else {
+      this.pool.give(block);
+    }
+  }
+
+  view(t: Tensor, shape: Shape): Tensor {
+    const c = cuda(t, 'view');
+    if (numel(shape) !== c.numel) throw new Error(`view: ${shapeStr(t.shape)} cannot be viewed as ${shapeStr(shape)}`);
+    return new CudaTensor(shape, c.dtype, c.ptr, null);
+  }
+
+  rows(t: Tensor, start: number, count: number): Tensor {
+    const c = cuda(t, 'rows');
+    const rowElems = numel(t.shape.slice(1));
+    if (start < 0 || start + count > (t.shape[0] ?? 0))
+      throw new Error(`rows: [${start}, ${start + count}) outside ${shapeStr(t.shape)}`);
+    return new CudaTensor([count, ...t.shape.slice(1)], c.dtype, c.ptr + start * rowElems * DTYPE_BYTES[c.dtype], null);
+  }
+
+  /** Free and total device memory in bytes (for sizing the KV cache). */
+  memoryInfo(): { free: number; total: number; pool: number; workspace: number } {
+    return { ...this.dev.memInfo(), pool: this.pool.reservedBytes, workspace: this.ctx.ws.totalBytes };
+  }
+
+  // ------------------------------------------------------------------ steps and graphs
+
+  prepareBatch(batch: ForwardBatch): BatchMeta {
+    return this.metaStore.prepare(batch);
+  }
+
+  /**
+   * Runs `fn` under stream capture. Host reads made by `fn` (readF32/readI32) return zeros
+   * and are recorded: the returned `reads` are the tensors to read after each replay.
+   */
+  async captureGraph(fn: () => Promise<void>): Promise<{ graph: CudaGraph; reads: CudaTensor[] }> {
+    this.dev.sync();
+    const reads: CudaTensor[] = [];
+    this.captureReads = reads;
+    this.dev.beginCapture();
+    try {
+      await fn();
+    } catch (e) {
+      try {
+        this.dev.endCapture().destroy();
+      } catch {
+        // the capture was already invalidated; report the first error
+      }
+      throw e;
+    } finally {
+      this.captureReads = null;
+    }
+    return { graph: this.dev.endCapture(), reads };
+  }
+
+  synchronize(): void {
+    this.dev.sync();
+  }
+
+  // ------------------------------------------------------------------ ops
+
+  embedding(out: Tensor, table: Tensor, meta: BatchMeta): void {
+    ew.embedding(this.ctx, out, table, meta as CudaBatchMeta);
+  }
+
+  rmsNorm(out: Tensor, x: Tensor, w: Tensor, eps: number): void {
+    ew.rmsNorm(this.ctx, out, x, w, eps);
+  }
+
+  addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void {
+    ew.addRmsNorm(this.ctx, out, residual, x, w, eps);
+  }
+
+  matmul(out: Tensor, x: Tensor, w: Tensor): void {
+    const [N, K] = w.shape as [number, number];
+    const M = numel(x.shape) / K;
+    if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
+      throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
+    const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
+    const xi = cuda(x, 'matmul.x', ['bf16', 'f32']);
+    const wi = cuda(w, 'matmul.w', ['bf16', 'f32']);
+    let xp = xi.ptr;
+    if (xi.dtype !== wi.dtype) {
+      // Mixed operands (the f32 router on bf16 activations): convert x to w's type.
+      xp = this.ctx.ws.get(`matmul.x.${wi.dtype}`, M * K * DTYPE_BYTES[wi.dtype]);
+      ew.convert(this.ctx, xp, wi.dtype === 'f32' ? 'f' : 'b', xi.ptr, xi.dtype === 'f32' ? 'f' : 'b', M * K);
+    }
+    const inType = wi.dtype as GemmType;
+    if (inType === 'f32' && o.dtype === 'bf16') {
+      const tmp = this.ctx.ws.get('matmul.out.f32', M * N * 4);
+      this.gemm.gemm(tmp, 'f32', xp, wi.ptr, 'f32', M, N, K);
+      ew.convert(this.ctx, o.ptr, 'b', tmp, 'f', M * N);
+      return;
+    }
+    this.gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
+  }
+
+  add(out: Tensor, a: Tensor, b: Tensor): void {
+    ew.add(this.ctx, out, a, b);
+  }
+
+  rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void {
+    ew.rope(this.ctx, x, meta as CudaBatchMeta, o);
+  }
+
+  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void {
+    ew.writeCache(this.ctx, cache, x, meta as CudaBatchMeta);
+  }
+
+  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, meta: BatchMeta, o: AttentionOptions): void {
+    attention(this.ctx, out, q, k, v, meta as CudaBatchMeta, o);
+  }
+
+  msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void {
+    msaSelect(this.ctx, out, idxQ, idxK, meta as CudaBatchMeta, o);
+  }
+
+  swigluOai(out: Tensor, gateUp: Tensor, alpha: number, limit: number): void {
+    ew.swigluOai(this.ctx, out, gateUp, alpha, limit);
+  }
+
+  routerTopK(ids: Tensor, weights: Tensor, logits: Tensor, bias: Tensor | null, o: RouterOptions): void {
+    routerTopK(this.ctx, ids, weights, logits, bias, o);
+  }
+
+  moe(out: Tensor, x: Tensor, ids: Tensor, weights: Tensor, experts: ExpertWeights, o: MoeOptions): void {
+    moe(this.ctx, out, x, ids, weights, experts, o);
+  }
+
+  gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {
+    ew.gatherLogitRows(this.ctx, out, x, meta as CudaBatchMeta);
+  }
+
+  /** Fills a bf16/f32 tensor with offset + scale·U(−1, 1) on the device (random checkpoints). */
+  fillRandom(t: Tensor, seed: number, scale: number, offset = 0): void {
+    const c = cuda(t, 'fillRandom', ['bf16', 'f32']);
+    ew.fillRandom(this.ctx, c.ptr, c.dtype === 'bf16' ? 'b' : 'f', c.numel, seed, scale, offset);
+  }
+}
+
+/**
+ * Opens the GPU and returns the backend. Throws one line ("CUDA backend unavailable: ...")
+ * when the libraries or a device are missing.
+ */
+export async function createCudaBackend(o: CudaBackendOptions = {}): Promise<CudaBackend> {
+  let dev: CudaDevice;
+  try {
+    dev = new CudaDevice(loadCudaLibs(), o.deviceOrdinal ?? 0);
+  } catch (e) {
+    const msg = (e as Error).message.split('\n')[0];
+    throw new Error(`CUDA backend unavailable: ${msg}`);
+  }
+  return new CudaBackend(dev, o);
+}
+
+export { fmtBytes };

@@ -1,0 +1,126 @@
+// Row and element kernels: embedding gather, add, partial NeoX RoPE, paged KV write,
+// SwiGLU-OAI, logit-row gather, dtype conversion. Names end in type letters (b = bf16,
+// f = f32): first the output, then the inputs.
+// Launch: 1-D grids; row kernels take one block of 256 threads per row (grid.x = rows),
+// element kernels a grid-stride loop. Tested by test/gpu/gpu-check.ts against the CPU backend.
+#include "common.cuh"
+
+// out[t, :] = table[ids[t], :]; out [T, D], table [V, D]. grid (T), block 256.
+template <typename TO, typename TT>
+__device__ void embedding_impl(TO* out, const TT* table, const int* ids, int D) {
+  const int t = blockIdx.x;
+  const long long row = ids[t];
+  for (int d = threadIdx.x; d < D; d += blockDim.x)
+    stf(out + (long long)t * D + d, ldf(table + row * D + d));
+}
+#define EMB(S, TO, TT)                                                                        \
+  extern "C" __global__ void embedding_##S(TO* out, const TT* table, const int* ids, int D) { \
+    embedding_impl(out, table, ids, D);                                                        \
+  }
+FOR_2TYPES(EMB)
+
+// out = a + b, n elements, grid-stride.
+#define ADD(S, TO, TA, TB)                                                                    \
+  extern "C" __global__ void add_##S(TO* out, const TA* a, const TB* b, long long n) {       \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;               \
+         i += (long long)gridDim.x * blockDim.x)                                              \
+      stf(out + i, ldf(a + i) + ldf(b + i));                                                  \
+  }
+FOR_3TYPES(ADD)
+
+// In-place partial NeoX RoPE on x [T, H*Dh]: pairs (i, i+R/2) for i < R/2, angle
+// pos * theta^(-2i/R) computed in double (positions reach 10^5..10^6).
+// grid-stride over T*H*(R/2).
+template <typename T>
+__device__ void rope_impl(T* x, const int* pos, int T_, int H, int Dh, int R, double theta) {
+  const int half = R / 2;
+  const long long n = (long long)T_ * H * half;
+  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n;
+       idx += (long long)gridDim.x * blockDim.x) {
+    const int i = idx % half;
+    const long long th = idx / half;  // t*H + h
+    const int t = th / H;
+    const double inv = pow(theta, -2.0 * i / (double)R);
+    double s, c;
+    sincos((double)pos[t] * inv, &s, &c);
+    T* p = x + th * Dh;
+    const float x1 = ldf(p + i), x2 = ldf(p + i + half);
+    const float cf = (float)c, sf = (float)s;
+    stf(p + i, x1 * cf - x2 * sf);
+    stf(p + i + half, x2 * cf + x1 * sf);
+  }
+}
+extern "C" __global__ void rope_b(bf16_t* x, const int* pos, int T, int H, int Dh, int R, double theta) {
+  rope_impl(x, pos, T, H, Dh, R, theta);
+}
+extern "C" __global__ void rope_f(float* x, const int* pos, int T, int H, int Dh, int R, double theta) {
+  rope_impl(x, pos, T, H, Dh, R, theta);
+}
+
+// cache [P*S, W] row slots[t] = x[t, :]. grid (T), block 256.
+#define WRITE_CACHE(S, TC, TX)                                                                \
+  extern "C" __global__ void write_cache_##S(TC* cache, const TX* x, const int* slots, int W) { \
+    const int t = blockIdx.x;                                                                 \
+    const long long slot = slots[t];                                                          \
+    for (int d = threadIdx.x; d < W; d += blockDim.x)                                         \
+      stf(cache + slot * W + d, ldf(x + (long long)t * W + d));                               \
+  }
+FOR_2TYPES(WRITE_CACHE)
+
+// SwiGLU-OAI on [gate | up] halves: gu [M, 2I] -> out [M, I].
+__device__ __forceinline__ float swiglu_oai(float g, float u, float alpha, float limit) {
+  g = fminf(g, limit);
+  u = fminf(fmaxf(u, -limit), limit);
+  return g / (1.f + expf(-alpha * g)) * (u + 1.f);
+}
+#define SWIGLU(S, TO, TI)                                                                      \
+  extern "C" __global__ void swiglu_##S(TO* out, const TI* gu, long long M, int I, float alpha, \
+                                        float limit) {                                         \
+    const long long n = M * I;                                                                 \
+    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n;            \
+         idx += (long long)gridDim.x * blockDim.x) {                                           \
+      const long long m = idx / I;                                                             \
+      const int i = idx % I;                                                                   \
+      const TI* row = gu + m * 2 * I;                                                          \
+      stf(out + idx, swiglu_oai(ldf(row + i), ldf(row + I + i), alpha, limit));                \
+    }                                                                                          \
+  }
+FOR_2TYPES(SWIGLU)
+
+// out[r, :] = x[rows[r], :]. grid (R), block 256.
+#define GATHER(S, TO, TX)                                                                     \
+  extern "C" __global__ void gather_rows_##S(TO* out, const TX* x, const int* rows, int D) {  \
+    const int r = blockIdx.x;                                                                 \
+    const long long src = rows[r];                                                            \
+    for (int d = threadIdx.x; d < D; d += blockDim.x)                                         \
+      stf(out + (long long)r * D + d, ldf(x + src * D + d));                                  \
+  }
+FOR_2TYPES(GATHER)
+
+// Element-wise dtype conversion, grid-stride.
+#define CONVERT(S, TO, TI)                                                                    \
+  extern "C" __global__ void convert_##S(TO* out, const TI* in, long long n) {               \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;               \
+         i += (long long)gridDim.x * blockDim.x)                                              \
+      stf(out + i, ldf(in + i));                                                              \
+  }
+FOR_2TYPES(CONVERT)
+
+// Deterministic pseudo-random fill (for device-side random checkpoints and tests):
+// out[i] = scale * (uniform(-1, 1) from a hash of (seed, i)) rounded to the output type.
+__device__ __forceinline__ unsigned hash32(unsigned x) {
+  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+  return x;
+}
+#define FILL(S, TO)                                                                          \
+  extern "C" __global__ void fill_random_##S(TO* out, long long n, unsigned seed, float scale, \
+                                             float offset) {                                  \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;               \
+         i += (long long)gridDim.x * blockDim.x) {                                            \
+      unsigned h = hash32((unsigned)i ^ hash32(seed ^ (unsigned)(i >> 32) * 0x9e3779b9U));     \
+      float u = (h >> 8) * (1.f / 8388608.f) - 1.f;                                           \
+      stf(out + i, offset + scale * u);                                                       \
+    }                                                                                         \
+  }
+FILL(b, bf16_t)
+FILL(f, float)

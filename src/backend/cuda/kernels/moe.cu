@@ -1,0 +1,311 @@
+// Mixture-of-experts: token permutation by expert, grouped expert GEMMs, weighted combine.
+// Pipeline (all device-side, CUDA-graph capturable; no host reads):
+//   moe_count   grid-stride over T*Kw slots        counts[e] (pre-zeroed) += 1
+//   moe_scan    1 block                            offsets, tile table (expert, first row)
+//   moe_scatter grid-stride                        perm[row] = slot, slotRow[slot] = row | -1
+//   moe_mma_gu_<BT>   grid (ceil(I/64), maxTiles), block 128, dyn smem: fused gate|up GEMM
+//                     + SwiGLU-OAI -> act [rows, I] bf16 (tensor cores, mma.sync m16n8k16)
+//   moe_mma_down_<BT> grid (ceil(D/64), maxTiles), block 128: y[row] = w * act[row] . down^T (f32)
+//   moe_combine_<o>   grid (T), block 256: out[t] = sum_j y[slotRow[t, j]] in slot order
+// Scalar fallbacks (any dtype, any K) moe_gu_scalar_* / moe_down_scalar_*: grid (ceil(N/8),
+// maxRows), block 256, one warp per output element.
+// Tested by test/gpu/gpu-check.ts (op comparisons against the CPU backend, real-size model).
+#include "common.cuh"
+
+extern "C" __global__ void moe_count(int* counts, const int* ids, int n, int first, int E) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int e = ids[i] - first;
+    if (e >= 0 && e < E) atomicAdd(counts + e, 1);
+  }
+}
+
+// offsets [E+1], cursor [E], tileExpert/tileStart [maxTiles], numTiles [1].
+extern "C" __global__ void moe_scan(int* offsets, int* cursor, int* tileExpert, int* tileStart,
+                                    int* numTiles, const int* counts, int E, int BT, int maxTiles) {
+  if (threadIdx.x != 0) return;
+  int off = 0, nt = 0;
+  for (int e = 0; e < E; e++) {
+    offsets[e] = off;
+    cursor[e] = 0;
+    const int c = counts[e];
+    for (int s = 0; s < c; s += BT) {
+      if (nt < maxTiles) { tileExpert[nt] = e; tileStart[nt] = off + s; }
+      nt++;
+    }
+    off += c;
+  }
+  offsets[E] = off;
+  *numTiles = nt < maxTiles ? nt : maxTiles;
+}
+
+extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, const int* offsets,
+                                       const int* ids, int n, int first, int E) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int e = ids[i] - first;
+    if (e >= 0 && e < E) {
+      const int r = offsets[e] + atomicAdd(cursor + e, 1);
+      perm[r] = i;
+      slotRow[i] = r;
+    } else {
+      slotRow[i] = -1;
+    }
+  }
+}
+
+__device__ __forceinline__ float swiglu_oai(float g, float u, float alpha, float limit) {
+  g = fminf(g, limit);
+  u = fminf(fmaxf(u, -limit), limit);
+  return g / (1.f + expf(-alpha * g)) * (u + 1.f);
+}
+
+// ---------------------------------------------------------------- tensor-core path (bf16)
+#define BK 64
+#define PITCH (BK + 8)
+#define STAGES 4
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const int sz = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(sz));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void ldsm_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
+                                        const void* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+__device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// One block: 64 weight rows (x2 matrices when GU: gate rows i and up rows I+i) x BT token rows.
+// W [E, rowsPerExpert, K] bf16; B rows come from x[perm[r]/Kw] (GU) or act[r] (down).
+template <int BT, bool GU>
+__device__ void moe_mma(const bf16_t* __restrict__ W, const bf16_t* __restrict__ Bsrc,
+                        const int* perm, int Kw, const int* offsets, const int* tileExpert,
+                        const int* tileStart, const int* numTiles, int K, int Nvalid,
+                        int rowsPerExpert, int upOffset, void* outp, const float* rw,
+                        float alpha, float limit) {
+  constexpr int NA = GU ? 2 : 1;
+  constexpr int NF = BT / 8;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  bf16_t* smem = reinterpret_cast<bf16_t*>(smem_raw);
+  const int stageElems = (NA * 64 + BT) * PITCH;
+  const int tile = blockIdx.y;
+  if (tile >= *numTiles) return;
+  const int e = tileExpert[tile];
+  const int r0 = tileStart[tile];
+  const int rEnd = min(r0 + BT, offsets[e + 1]);
+  const int n0 = blockIdx.x * 64;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  // Per-thread source rows (fixed over the K loop).
+  const bf16_t* aSrc[NA][4];
+  bool aOk[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const int c = tid + 128 * j, r = c >> 3, kc = (c & 7) * 8;
+    aOk[j] = n0 + r < Nvalid;
+    const long long row = (long long)e * rowsPerExpert + (aOk[j] ? n0 + r : 0);
+#pragma unroll
+    for (int m = 0; m < NA; m++) aSrc[m][j] = W + (row + m * upOffset) * K + kc;
+  }
+  constexpr int BCH = (BT * 8 + 127) / 128;
+  const bf16_t* bSrc[BCH];
+  bool bOk[BCH];
+#pragma unroll
+  for (int j = 0; j < BCH; j++) {
+    const int c = tid + 128 * j, r = c >> 3, kc = (c & 7) * 8;
+    const int row = r0 + r;
+    bOk[j] = c < BT * 8 && row < rEnd;
+    long long src = 0;
+    if (bOk[j]) src = GU ? (long long)(perm[row] / Kw) * K : (long long)row * K;
+    bSrc[j] = Bsrc + src + kc;
+  }
+
+  auto load = [&](int stage, int kt) {
+    bf16_t* s = smem + stage * stageElems;
+    const int koff = kt * BK;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int c = tid + 128 * j, r = c >> 3, kc = (c & 7) * 8;
+#pragma unroll
+      for (int m = 0; m < NA; m++)
+        cp_async16(s + (m * 64 + r) * PITCH + kc, aSrc[m][j] + koff, aOk[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < BCH; j++) {
+      const int c = tid + 128 * j, r = c >> 3, kc = (c & 7) * 8;
+      if (c < BT * 8) cp_async16(s + (NA * 64 + r) * PITCH + kc, bSrc[j] + koff, bOk[j]);
+    }
+  };
+
+  float acc[NA][NF][4];
+#pragma unroll
+  for (int m = 0; m < NA; m++)
+#pragma unroll
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) acc[m][f][q] = 0.f;
+
+  const int KT = K / BK;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (s < KT) load(s, s);
+    cp_commit();
+  }
+  for (int kt = 0; kt < KT; kt++) {
+    cp_wait<STAGES - 2>();
+    __syncthreads();
+    const int nxt = kt + STAGES - 1;
+    if (nxt < KT) load(nxt % STAGES, nxt);
+    cp_commit();
+    const bf16_t* s = smem + (kt % STAGES) * stageElems;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned a[NA][4];
+#pragma unroll
+      for (int m = 0; m < NA; m++)
+        ldsm_x4(a[m][0], a[m][1], a[m][2], a[m][3],
+                s + (m * 64 + warp * 16 + (lane & 15)) * PITCH + kk + (lane >> 4) * 8);
+#pragma unroll
+      for (int f = 0; f < NF; f += 2) {
+        unsigned b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3,
+                s + (NA * 64 + f * 8 + (lane & 7) + (lane >> 4) * 8) * PITCH + kk +
+                    ((lane >> 3) & 1) * 8);
+#pragma unroll
+        for (int m = 0; m < NA; m++) {
+          mma16816(acc[m][f], a[m], b0, b1);
+          mma16816(acc[m][f + 1], a[m], b2, b3);
+        }
+      }
+    }
+  }
+  cp_wait<0>();
+
+  // Epilogue: C fragment rows = weight rows (n), columns = token rows.
+#pragma unroll
+  for (int f = 0; f < NF; f++) {
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int n = n0 + warp * 16 + (lane >> 2) + (q >> 1) * 8;
+      const int row = r0 + f * 8 + (lane & 3) * 2 + (q & 1);
+      if (n >= Nvalid || row >= rEnd) continue;
+      if (GU) {
+        const float v = swiglu_oai(acc[0][f][q], acc[NA - 1][f][q], alpha, limit);
+        reinterpret_cast<bf16_t*>(outp)[(long long)row * Nvalid + n] = f2bf(v);
+      } else {
+        reinterpret_cast<float*>(outp)[(long long)row * Nvalid + n] = acc[0][f][q] * rw[perm[row]];
+      }
+    }
+  }
+}
+
+#define MOE_MMA(BT)                                                                           \
+  extern "C" __global__ void __launch_bounds__(128) moe_mma_gu_##BT(                          \
+      const bf16_t* W, const bf16_t* x, const int* perm, int Kw, const int* offsets,          \
+      const int* tileExpert, const int* tileStart, const int* numTiles, int D, int I,         \
+      bf16_t* act, float alpha, float limit) {                                                \
+    moe_mma<BT, true>(W, x, perm, Kw, offsets, tileExpert, tileStart, numTiles, D, I, 2 * I,  \
+                      I, act, nullptr, alpha, limit);                                         \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(128) moe_mma_down_##BT(                        \
+      const bf16_t* W, const bf16_t* act, const int* perm, int Kw, const int* offsets,        \
+      const int* tileExpert, const int* tileStart, const int* numTiles, int I, int D, float* y, \
+      const float* rw) {                                                                      \
+    moe_mma<BT, false>(W, act, perm, Kw, offsets, tileExpert, tileStart, numTiles, I, D, D, 0, \
+                       y, rw, 0.f, 0.f);                                                      \
+  }
+MOE_MMA(16)
+MOE_MMA(32)
+MOE_MMA(64)
+
+// ---------------------------------------------------------------- scalar fallback (any dtype)
+__device__ __forceinline__ int expert_of_row(const int* offsets, int E, int r) {
+  int lo = 0, hi = E - 1;  // last e with offsets[e] <= r
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (offsets[mid] <= r) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+template <typename TW, typename TX>
+__device__ void gu_scalar(const TW* W, const TX* x, const int* perm, int Kw, const int* offsets,
+                          int E, int D, int I, float* act, float alpha, float limit) {
+  const int r = blockIdx.y, lane = threadIdx.x & 31;
+  const int i = blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (r >= offsets[E] || i >= I) return;
+  const int e = expert_of_row(offsets, E, r);
+  const TX* xr = x + (long long)(perm[r] / Kw) * D;
+  const TW* g = W + ((long long)e * 2 * I + i) * D;
+  const TW* u = g + (long long)I * D;
+  float sg = 0.f, su = 0.f;
+  for (int k = lane; k < D; k += 32) { const float xv = ldf(xr + k); sg += xv * ldf(g + k); su += xv * ldf(u + k); }
+  sg = warp_sum(sg);
+  su = warp_sum(su);
+  if (lane == 0) act[(long long)r * I + i] = swiglu_oai(sg, su, alpha, limit);
+}
+
+template <typename TW>
+__device__ void down_scalar(const TW* W, const float* act, const int* perm, const int* offsets,
+                            int E, int I, int D, float* y, const float* rw) {
+  const int r = blockIdx.y, lane = threadIdx.x & 31;
+  const int n = blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (r >= offsets[E] || n >= D) return;
+  const int e = expert_of_row(offsets, E, r);
+  const float* ar = act + (long long)r * I;
+  const TW* w = W + ((long long)e * D + n) * I;
+  float s = 0.f;
+  for (int k = lane; k < I; k += 32) s += ar[k] * ldf(w + k);
+  s = warp_sum(s);
+  if (lane == 0) y[(long long)r * D + n] = s * rw[perm[r]];
+}
+
+#define MOE_SCALAR(S, TW, TX)                                                                 \
+  extern "C" __global__ void moe_gu_scalar_##S(const TW* W, const TX* x, const int* perm,     \
+                                               int Kw, const int* offsets, int E, int D, int I, \
+                                               float* act, float alpha, float limit) {        \
+    gu_scalar(W, x, perm, Kw, offsets, E, D, I, act, alpha, limit);                           \
+  }
+FOR_2TYPES(MOE_SCALAR)
+extern "C" __global__ void moe_down_scalar_b(const bf16_t* W, const float* act, const int* perm,
+                                             const int* offsets, int E, int I, int D, float* y,
+                                             const float* rw) {
+  down_scalar(W, act, perm, offsets, E, I, D, y, rw);
+}
+extern "C" __global__ void moe_down_scalar_f(const float* W, const float* act, const int* perm,
+                                             const int* offsets, int E, int I, int D, float* y,
+                                             const float* rw) {
+  down_scalar(W, act, perm, offsets, E, I, D, y, rw);
+}
+
+// out[t, :] = sum over slots j (in order) of y[slotRow[t*Kw+j], :]; absent slots add nothing.
+template <typename TO>
+__device__ void combine(TO* out, const float* y, const int* slotRow, int Kw, int D) {
+  const int t = blockIdx.x;
+  const int* sr = slotRow + (long long)t * Kw;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float s = 0.f;
+    for (int j = 0; j < Kw; j++) {
+      const int r = sr[j];
+      if (r >= 0) s += y[(long long)r * D + d];
+    }
+    stf(out + (long long)t * D + d, s);
+  }
+}
+extern "C" __global__ void moe_combine_b(bf16_t* out, const float* y, const int* slotRow, int Kw, int D) {
+  combine(out, y, slotRow, Kw, D);
+}
+extern "C" __global__ void moe_combine_f(float* out, const float* y, const int* slotRow, int Kw, int D) {
+  combine(out, y, slotRow, Kw, D);
+}

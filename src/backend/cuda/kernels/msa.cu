@@ -1,0 +1,73 @@
+// MSA block selection (vLLM convention, shared/golden/README.md): for token t at position p
+// and index head h, candidate blocks are 0..p/S; score(b) = max over keys j <= p in block b of
+// <idxQ[t,h], idxK[j]> (no scale). The first initBlocks and the last localBlocks candidates are
+// always kept, the remaining slots go to the best other blocks (ties to the lower index);
+// with <= topk candidates all are kept. out [Hidx, T, topk] i32, ascending, -1 padded.
+// Launch: grid (T, Hidx), block 128, dynamic smem (Didx + pageStride) * 4 + pageStride bytes.
+// Tested by test/gpu/gpu-check.ts against the CPU backend.
+#include "common.cuh"
+
+template <typename TQ, typename TK>
+__device__ void msa_impl(int* out, const TQ* idxQ, const TK* idxK, const int* positions,
+                         const int* seqOfToken, const int* pageTable, int pageStride, int T,
+                         int Hi, int Di, int S, int topk, int initBlocks, int localBlocks) {
+  extern __shared__ float sm[];
+  float* q = sm;
+  int* score = reinterpret_cast<int*>(sm + Di);
+  unsigned char* chosen = reinterpret_cast<unsigned char*>(score + pageStride);
+  const int t = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+  const int pos = positions[t];
+  const int nb = pos / S + 1;
+  const int* pt = pageTable + (long long)seqOfToken[t] * pageStride;
+  int* dst = out + ((long long)h * T + t) * topk;
+  if (nb <= topk) {
+    for (int i = tid; i < topk; i += blockDim.x) dst[i] = i < nb ? i : -1;
+    return;
+  }
+  for (int i = tid; i < Di; i += blockDim.x) q[i] = ldf(idxQ + ((long long)t * Hi + h) * Di + i);
+  for (int b = tid; b < nb; b += blockDim.x) {
+    score[b] = f2ord(-INFINITY);
+    chosen[b] = (b < initBlocks || b >= nb - localBlocks) ? 1 : 0;
+  }
+  __syncthreads();
+  for (int j = tid; j <= pos; j += blockDim.x) {
+    const TK* k = idxK + ((long long)pt[j / S] * S + j % S) * Di;
+    float dot = 0.f;
+    for (int d = 0; d < Di; d++) dot += q[d] * ldf(k + d);
+    atomicMax(score + j / S, f2ord(dot));
+  }
+  __syncthreads();
+  if (tid >= 32) return;
+  const int lane = tid;
+  int nChosen = 0;
+  for (int b = lane; b < nb; b += 32) nChosen += chosen[b];
+  for (int o = 16; o > 0; o >>= 1) nChosen += __shfl_xor_sync(0xffffffffu, nChosen, o);
+  for (int r = nChosen; r < topk; r++) {
+    int best = (-2147483647 - 1), bi = 0x7fffffff;
+    for (int b = lane; b < nb; b += 32)
+      if (!chosen[b] && score[b] > best) { best = score[b]; bi = b; }
+    for (int o = 16; o > 0; o >>= 1) {
+      const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+    }
+    if (lane == 0 && bi != 0x7fffffff) chosen[bi] = 1;
+    __syncwarp();
+  }
+  if (lane == 0) {
+    int n = 0;
+    for (int b = 0; b < nb && n < topk; b++) if (chosen[b]) dst[n++] = b;
+    for (; n < topk; n++) dst[n] = -1;
+  }
+}
+
+#define MSA(S_, TQ, TK)                                                                        \
+  extern "C" __global__ void msa_select_##S_(int* out, const TQ* idxQ, const TK* idxK,         \
+                                             const int* positions, const int* seqOfToken,      \
+                                             const int* pageTable, int pageStride, int T,      \
+                                             int Hi, int Di, int S, int topk, int initBlocks,  \
+                                             int localBlocks) {                                \
+    msa_impl(out, idxQ, idxK, positions, seqOfToken, pageTable, pageStride, T, Hi, Di, S, topk, \
+             initBlocks, localBlocks);                                                         \
+  }
+FOR_2TYPES(MSA)

@@ -1,0 +1,106 @@
+/**
+ * Every golden case through the MiniMax-M3 model on the CUDA backend against the same model on
+ * the CPU backend (per-position ‖Δ‖/‖ref‖ of the logits, same argmax where the CPU's top-1
+ * margin exceeds the error, routed-expert sets), and the seed-002 capture check with
+ * shared-experts fusion on the GPU.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Backend } from '../../src/backend/backend.js';
+import type { ForwardBatch } from '../../src/backend/forward-batch.js';
+import { loadModel } from '../../src/model/load-model.js';
+import { runForward, singleSequenceCache } from '../../src/model/run-forward.js';
+import { argmax, relErr, type Row } from './check-util.js';
+
+const REL_LIMIT = 2e-2;
+
+interface LogitStats {
+  maxRel: number;
+  top1Mismatch: number;
+  top1Checked: number;
+}
+
+/** Per position: relative error, and top-1 agreement where the reference margin allows. */
+export function compareLogits(got: ArrayLike<number>[], ref: ArrayLike<number>[]): LogitStats {
+  let maxRel = 0;
+  let top1Mismatch = 0;
+  let top1Checked = 0;
+  ref.forEach((r, t) => {
+    const g = got[t]!;
+    const rel = relErr(g, r);
+    maxRel = Math.max(maxRel, rel);
+    const a = argmax(r);
+    let second = -Infinity;
+    let norm = 0;
+    for (let i = 0; i < r.length; i++) {
+      if (i !== a) second = Math.max(second, r[i]!);
+      norm += r[i]! * r[i]!;
+    }
+    // The margin must exceed the error scale (rel · RMS of the row) to call a flip a bug.
+    const errScale = REL_LIMIT * Math.sqrt(norm / r.length) * 4;
+    if (r[a]! - second > errScale) {
+      top1Checked++;
+      if (argmax(g) !== a) top1Mismatch++;
+    }
+  });
+  return { maxRel, top1Mismatch, top1Checked };
+}
+
+export async function checkGolden(dir: string, cpu: Backend, gpu: Backend): Promise<Row[]> {
+  const rows: Row[] = [];
+  if (!existsSync(dir)) return [{ check: `golden dir ${dir}`, value: 'missing', limit: '-', pass: false }];
+  for (const name of readdirSync(dir).sort()) {
+    const caseDir = join(dir, name);
+    if (!existsSync(join(caseDir, 'expect.json'))) continue;
+    try {
+      const ids = (JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] }).ids;
+      const ref = await runForward(loadModel(caseDir, { backend: cpu }), ids);
+      const got = await runForward(loadModel(caseDir, { backend: gpu }), ids);
+      const s = compareLogits(got.logits, ref.logits);
+      let routeDiff = 0;
+      let routeRows = 0;
+      for (const [layer, refRows] of Object.entries(ref.routedExperts)) {
+        refRows.forEach((r, t) => {
+          routeRows++;
+          const g = [...(got.routedExperts[layer]?.[t] ?? [])].sort((a, b) => a - b).join(',');
+          if (g !== [...r].sort((a, b) => a - b).join(',')) routeDiff++;
+        });
+      }
+      rows.push({ check: `${name}: max rel logit err`, value: s.maxRel.toExponential(2), limit: '2e-2', pass: s.maxRel < REL_LIMIT });
+      rows.push({ check: `${name}: top-1 flips (margin-checked)`, value: `${s.top1Mismatch}/${s.top1Checked}`, limit: '0', pass: s.top1Mismatch === 0 });
+      rows.push({ check: `${name}: routed-expert rows differing`, value: `${routeDiff}/${routeRows}`, limit: 'near ties only', pass: routeDiff <= Math.ceil(routeRows * 0.05) });
+    } catch (e) {
+      console.error(`${name}: ${(e as Error).stack ?? String(e)}`);
+      rows.push({ check: `${name}`, value: 'error', limit: '-', pass: false });
+    }
+  }
+  return rows;
+}
+
+/** Seed 002: with fusion on, every captured row has K distinct routed ids < E and one id E. */
+export async function checkFusionCapture(caseDir: string, gpu: Backend): Promise<Row> {
+  const ids = (JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] }).ids;
+  const model = loadModel(caseDir, { backend: gpu, fuseSharedExperts: true });
+  const { numExperts: E, numExpertsPerTok: K } = model.cfg;
+  const { kv, pageTable } = singleSequenceCache(model, ids.length);
+  const batch: ForwardBatch = {
+    tokenIds: Int32Array.from(ids),
+    seqs: [{ numCached: 0, numNew: ids.length, pageTable }],
+    pageSize: kv.pageSize,
+    logitsFor: 'last',
+    captureRoutedExperts: true,
+  };
+  const out = await model.forward(batch, kv);
+  let bad = 0;
+  let total = 0;
+  for (const rowsOfLayer of Object.values(out.routedExperts)) {
+    if (rowsOfLayer.length !== ids.length * (K + 1)) bad += ids.length;
+    for (let t = 0; t < ids.length; t++) {
+      total++;
+      const row = Array.from(rowsOfLayer.subarray(t * (K + 1), (t + 1) * (K + 1)));
+      const routed = row.filter((e) => e < E);
+      if (new Set(routed).size !== K || row.filter((e) => e === E).length !== 1 || row[K] !== E) bad++;
+    }
+  }
+  return { check: 'fusion capture: K distinct routed < E + one shared', value: `${bad}/${total} bad`, limit: '0', pass: bad === 0 && total > 0 };
+}

@@ -1,0 +1,56 @@
+/**
+ * The GPU-versus-CPU check (run on the GPU machine):
+ *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR] [--only smoke,ops,golden]
+ * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
+ * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check.
+ * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
+import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
+import { type Row, printTable } from './check-util.js';
+import { checkFusionCapture, checkGolden } from './golden-check.js';
+import { checkOps } from './op-check.js';
+import { smoke } from './smoke.js';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+}
+
+async function main(): Promise<void> {
+  const outDir = arg('out', process.env['OUT'] ?? '.');
+  const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? '../shared/golden');
+  const only = new Set(arg('only', 'smoke,ops,golden').split(','));
+  const gpu = await createCudaBackend();
+  const cpu = new CpuBackend();
+  const result: Record<string, unknown> = {};
+  const all: Row[] = [];
+  if (only.has('smoke')) result['ceilings'] = smoke(gpu);
+  if (only.has('ops')) {
+    const rows = checkOps(cpu, gpu);
+    printTable('ops: CUDA vs CPU', rows);
+    all.push(...rows);
+  }
+  if (only.has('golden')) {
+    const rows = await checkGolden(golden, cpu, gpu);
+    rows.push(await checkFusionCapture(join(golden, 'tiny-moe'), gpu).catch((e: Error) => {
+      console.error(e.stack);
+      return { check: 'fusion capture', value: 'error', limit: '-', pass: false };
+    }));
+    printTable('golden: model on CUDA vs CPU', rows);
+    all.push(...rows);
+  }
+  result['rows'] = all;
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'gpu-check.json'), JSON.stringify(result, null, 2));
+  const failed = all.filter((r) => !r.pass).length;
+  console.log(`\n${all.length - failed}/${all.length} checks passed`);
+  process.exitCode = failed > 0 ? 1 : 0;
+}
+
+main().catch((e: Error) => {
+  console.error(e.stack ?? e.message);
+  process.exitCode = 2;
+});
