@@ -35,12 +35,14 @@ function axes(
     `<text x="${x0 + PAD.left + plotW / 2}" y="${PANEL_H - 8}" text-anchor="middle">concurrency</text>`,
   ];
   for (let v = 0; v <= yMax + 1e-9; v += step) {
-    const y = PAD.top + plotH - (v / yMax) * plotH;
+    const y = (PAD.top + plotH - (v / yMax) * plotH).toFixed(1);
     const label = Number(v.toPrecision(6)).toLocaleString('en-US');
     out.push(
       `<line x1="${x0 + PAD.left}" y1="${y}" x2="${x0 + PAD.left + plotW}" y2="${y}" stroke="#eee"/>`,
     );
-    out.push(`<text x="${x0 + PAD.left - 6}" y="${y + 4}" text-anchor="end">${label}</text>`);
+    out.push(
+      `<text x="${x0 + PAD.left - 6}" y="${Number(y) + 4}" text-anchor="end">${label}</text>`,
+    );
   }
   points.forEach((p, i) => {
     const x = x0 + PAD.left + ((i + 0.5) / points.length) * plotW;

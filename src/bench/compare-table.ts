@@ -1,5 +1,5 @@
 import { mean } from './stats.js';
-import { loadPoints, valuesAt, workloadMismatches, type Arm } from './compare-data.js';
+import { loadPointOf, loadPoints, valuesAt, workloadMismatches, type Arm } from './compare-data.js';
 
 export interface MetricDef {
   key: string;
@@ -123,6 +123,16 @@ export function computeDeltas(
   return out;
 }
 
+function runsPerPoint(arm: Arm, points: readonly string[]): string {
+  const counts = points.map((p) => valuesAt(arm, p, 'completed').length || countRows(arm, p));
+  const lo = Math.min(...counts.filter((c) => c > 0));
+  const hi = Math.max(...counts);
+  return lo === hi ? String(hi) : `${lo}–${hi}`;
+}
+
+const countRows = (arm: Arm, point: string): number =>
+  arm.rows.filter((r) => loadPointOf(r).key === point).length;
+
 const signed = (v: number, s: string): string => `${v >= 0 ? '+' : ''}${s}`;
 
 /** The whole Markdown report: one range table per metric, then deltas and verdicts. */
@@ -134,7 +144,7 @@ export function compareMarkdown(
   const defs = metricKeys.map(metricDef);
   const points = loadPoints(arms);
   const base = arms[baseIdx] as Arm;
-  const runs = arms.map((a) => `${a.label} (${a.rows.length} runs)`).join(', ');
+  const runs = arms.map((a) => `${a.label} (${runsPerPoint(a, points)} runs)`).join(', ');
   const lines = [`# ${arms.map((a) => a.label).join(' vs ')}`, ''];
   lines.push(`Arms: ${runs}. Each cell is the range over runs; best (by mean) in **bold**.`, '');
   for (const w of workloadMismatches(arms)) lines.push(`> warning: ${w}`, '');
