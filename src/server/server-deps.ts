@@ -68,6 +68,16 @@ export interface ReasoningParserInit {
 export interface ToolCallParserInit {
   readonly tools: readonly FunctionTool[];
   readonly toolChoice: ToolChoice;
+  /**
+   * Streaming parsers emit calls as they form; non-streaming ones may hold a block until it
+   * closes, so that a malformed block can still come back as plain content.
+   */
+  readonly stream: boolean;
+}
+
+export interface ToolChoicePrefillInit extends ToolCallParserInit {
+  /** The rendered prompt the prefill would be appended to. */
+  readonly promptText: string;
 }
 
 export interface OutputParsers {
@@ -77,7 +87,8 @@ export interface OutputParsers {
   readonly toolCall?: (init: ToolCallParserInit) => ToolCallParser;
   /**
    * Text appended to the rendered prompt to force a call for tool_choice "required" or a named
-   * function (the model then starts inside a call block); '' when nothing is forced.
+   * function (the model then starts inside a call block); '' when nothing is forced. The server
+   * feeds it through the choice's parsers as if the model had written it.
    */
-  readonly toolChoicePrefill?: (init: ToolCallParserInit) => string;
+  readonly toolChoicePrefill?: (init: ToolChoicePrefillInit) => string;
 }

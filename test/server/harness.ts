@@ -4,12 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { createServer, type CreateServerArgs } from '../../src/server/http-server.js';
 import type { ServerOptions } from '../../src/server/server-options.js';
 import { FakeEngine, type FakeEngineOptions } from './fake-engine.js';
-import {
-  fakeChatTemplate,
-  fakeReasoningParser,
-  fakeTokenizer,
-  fakeToolCallParser,
-} from './fake-text.js';
+import { fakeChatTemplate, fakeTokenizer } from './fake-text.js';
 
 export const MODEL = 'moeserve-test';
 
@@ -25,7 +20,6 @@ export interface TestServer {
 export interface TestServerOptions {
   engine?: FakeEngineOptions;
   options?: Partial<ServerOptions>;
-  parsers?: boolean;
   chatTemplate?: CreateServerArgs['chatTemplate'];
 }
 
@@ -37,12 +31,6 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     tokenizer: fakeTokenizer,
     modelName: MODEL,
     chatTemplate: o.chatTemplate === undefined ? fakeChatTemplate : o.chatTemplate,
-    parsers: o.parsers
-      ? {
-          reasoning: (init) => fakeReasoningParser(init.promptText.endsWith('<think>')),
-          toolCall: () => fakeToolCallParser(),
-        }
-      : {},
     options: { processMetrics: false, ...o.options },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });

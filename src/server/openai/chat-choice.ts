@@ -26,6 +26,8 @@ export interface ChatChoiceOptions {
   readonly logprobs: number | null;
   readonly routedExperts: boolean;
   readonly tokenizer: ServerTokenizer;
+  /** Text the server appended to the prompt, parsed as the start of the output. */
+  readonly prefill: string;
 }
 
 interface Parts {
@@ -52,6 +54,11 @@ export class ChatChoiceBuilder {
   private reason: ChoiceFinishReason = 'abort';
 
   constructor(private readonly o: ChatChoiceOptions) {}
+
+  /** The chunk choice for the prefill (e.g. a forced call's name), or null when none. */
+  start(): ChatChunkChoice | null {
+    return this.o.prefill ? this.delta(this.o.prefill, []) : null;
+  }
 
   /** The chunk choice for newly generated text, or null when there is nothing to send. */
   delta(text: string, tokens: readonly TokenEvent[]): ChatChunkChoice | null {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest, serverError } from '../errors.js';
+import { serverError } from '../errors.js';
 import {
   beginGeneration,
   checkModel,
@@ -14,54 +14,11 @@ import {
 import { mergeAsync } from '../merge-async.js';
 import { type ChoiceEvent, runChoice } from '../run-choice.js';
 import type { ServerContext } from '../server-context.js';
-import type { ToolCallParserInit } from '../server-deps.js';
 import { sendSse } from '../sse.js';
 import { ChatChoiceBuilder } from './chat-choice.js';
+import { buildChatPrompt, type ChatPrompt } from './chat-prompt.js';
 import type { ChatChunk, ChatChunkChoice, ChatCompletion, ChatRequest } from './types.js';
 import { validateChatRequest } from './validate.js';
-
-interface ChatPrompt {
-  text: string;
-  ids: number[];
-}
-
-function toolInit(req: ChatRequest): ToolCallParserInit {
-  return { tools: req.tools, toolChoice: req.toolChoice };
-}
-
-/** Whether this request's output goes through the tool-call parser (400 if it cannot). */
-function usesToolParser(ctx: ServerContext, req: ChatRequest): boolean {
-  if (req.toolChoice === 'none' || req.tools.length === 0) return false;
-  if (!ctx.parsers.toolCall) {
-    const choice = typeof req.toolChoice === 'string' ? `"${req.toolChoice}"` : 'a named function';
-    throw badRequest(
-      `tool_choice ${choice} needs the server to be started with --tool-call-parser`,
-      'tool_choice',
-    );
-  }
-  return true;
-}
-
-function renderPrompt(ctx: ServerContext, req: ChatRequest, tools: boolean): ChatPrompt {
-  if (!ctx.chatTemplate)
-    throw badRequest('This model has no chat template; use /v1/completions instead.', 'messages');
-  let text: string;
-  try {
-    text = ctx.chatTemplate(req.messages, {
-      tools: req.tools,
-      addGenerationPrompt: req.addGenerationPrompt,
-      kwargs: req.chatTemplateKwargs,
-    });
-  } catch (e) {
-    throw badRequest(
-      `The chat template failed on these messages: ${(e as Error).message}`,
-      'messages',
-    );
-  }
-  if (tools && req.toolChoice !== 'auto')
-    text += ctx.parsers.toolChoicePrefill?.(toolInit(req)) ?? '';
-  return { text, ids: ctx.tokenizer.encode(text, { addSpecialTokens: false }) };
-}
 
 interface ChatRun {
   readonly builders: ChatChoiceBuilder[];
@@ -71,14 +28,13 @@ interface ChatRun {
   readonly envelope: Omit<ChatChunk, 'choices'>;
 }
 
-interface RunArgs {
-  readonly prompt: ChatPrompt;
-  readonly maxTokens: number;
-  readonly tools: boolean;
-}
-
-function startRun(ctx: ServerContext, req: ChatRequest, gen: Generation, a: RunArgs): ChatRun {
-  const { prompt, maxTokens, tools } = a;
+function startRun(
+  ctx: ServerContext,
+  req: ChatRequest,
+  gen: Generation,
+  prompt: ChatPrompt,
+  maxTokens: number,
+): ChatRun {
   const id = requestId('chatcmpl');
   const usage = new UsageTally();
   usage.addPrompt(prompt.ids.length);
@@ -96,10 +52,11 @@ function startRun(ctx: ServerContext, req: ChatRequest, gen: Generation, a: RunA
       new ChatChoiceBuilder({
         index,
         reasoning: ctx.parsers.reasoning?.(reasoningInit) ?? null,
-        toolCall: tools ? ctx.parsers.toolCall!(toolInit(req)) : null,
+        toolCall: prompt.toolInit ? ctx.parsers.toolCall!(prompt.toolInit) : null,
         logprobs: req.logprobs,
         routedExperts: req.returnRoutedExperts,
         tokenizer: ctx.tokenizer,
+        prefill: prompt.prefill,
       }),
     );
     const spec = choiceSpec(ctx, req, {
@@ -139,6 +96,8 @@ async function* streamChat(run: ChatRun, includeUsage: boolean): AsyncGenerator<
       choices: [{ index, delta, logprobs: null, finish_reason: null }],
       ...extra,
     };
+    const prefill = run.builders[index]!.start();
+    if (prefill) yield { ...run.envelope, choices: [prefill], ...extra };
   }
   for await (const { index, value } of mergeAsync(run.events)) {
     for (const c of step(run, index, value)) yield { ...run.envelope, choices: [c], ...extra };
@@ -147,6 +106,7 @@ async function* streamChat(run: ChatRun, includeUsage: boolean): AsyncGenerator<
 }
 
 async function collectChat(run: ChatRun): Promise<ChatCompletion> {
+  for (const b of run.builders) b.start();
   for await (const { index, value } of mergeAsync(run.events)) step(run, index, value);
   return {
     id: run.envelope.id,
@@ -162,11 +122,10 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ServerContext
   app.post('/v1/chat/completions', async (request, reply) => {
     const req = validateChatRequest(request.body, ctx.validation);
     checkModel(ctx, req.model);
-    const tools = usesToolParser(ctx, req);
-    const prompt = renderPrompt(ctx, req, tools);
+    const prompt = buildChatPrompt(ctx, req);
     const maxTokens = resolveMaxTokens(ctx, prompt.ids.length, req.maxTokens, 'messages');
     const gen = beginGeneration(ctx, reply);
-    const run = startRun(ctx, req, gen, { prompt, maxTokens, tools });
+    const run = startRun(ctx, req, gen, prompt, maxTokens);
     if (req.stream) return sendSse(reply, streamChat(run, req.includeUsage));
     return collectChat(run);
   });

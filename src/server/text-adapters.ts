@@ -1,0 +1,96 @@
+import { endsWithThinkOpener, renderChat, selectChatTemplate } from '../tokenizer/chat-template.js';
+import { IncrementalDecoder } from '../tokenizer/incremental-decoder.js';
+import { M3_PARSER_MARKERS } from '../tokenizer/minimax-m3-tokens.js';
+import type { ChatTemplateSource } from '../tokenizer/tokenizer-config.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { ReasoningStreamParser } from './parsers/reasoning-parser.js';
+import { ToolCallStreamParser } from './parsers/tool-call-parser.js';
+import { planToolChoice, toolChoicePrefill } from './parsers/tool-choice.js';
+import type { ChatRenderer, OutputParsers, ServerTokenizer, StreamDecoder } from './server-deps.js';
+
+/** Names accepted by --reasoning-parser and --tool-call-parser. */
+export const PARSER_NAMES = ['minimax-m3'] as const;
+
+/**
+ * The server's view of a HuggingFace tokenizer. The M3 parser markers are decoded even when
+ * special tokens are skipped: the output parsers must see them to split reasoning and calls.
+ */
+export function adaptTokenizer(tok: Tokenizer): ServerTokenizer {
+  const keepIds = new Set<number>();
+  for (const marker of M3_PARSER_MARKERS) {
+    const id = tok.tokenToId(marker);
+    if (id !== undefined) keepIds.add(id);
+  }
+  return {
+    vocabSize: tok.vocabSize,
+    encode: (text, o) => tok.encode(text, o),
+    decode: (ids, o) => tok.decode(ids, o),
+    createDecoder: (o) =>
+      new IncrementalDecoder(tok, { skipSpecialTokens: o.skipSpecialTokens, keepIds }),
+  };
+}
+
+/**
+ * Bytes as tokens (id = byte value) with one special id, `eosId`, decoded as nothing when
+ * special tokens are skipped. For checkpoints that ship no tokenizer, such as a random tiny
+ * model whose vocabulary is 256 with EOS 255 (a byte UTF-8 never uses).
+ */
+export function byteTokenizer(vocabSize: number, eosId: number): ServerTokenizer {
+  const text = new TextDecoder();
+  const bytes = (ids: readonly number[], skip: boolean) =>
+    Uint8Array.from(ids.filter((id) => id < 256 && !(skip && id === eosId)));
+  const self: ServerTokenizer = {
+    vocabSize,
+    encode: (s) => [...new TextEncoder().encode(s)],
+    decode: (ids, o) => text.decode(bytes(ids, o.skipSpecialTokens)),
+    createDecoder: (o): StreamDecoder => {
+      const stream = new TextDecoder();
+      return {
+        feed: (ids) => stream.decode(bytes(ids, o.skipSpecialTokens), { stream: true }),
+        flush: () => stream.decode(),
+      };
+    },
+  };
+  return self;
+}
+
+/**
+ * Renders with the checkpoint's Jinja template (its `tool_use` variant when tools are given),
+ * or the built-in MiniMax-M3 template when it ships none.
+ */
+export function chatRenderer(
+  source: ChatTemplateSource | undefined,
+  tokens: { bosToken?: string; eosToken?: string } = {},
+): ChatRenderer {
+  return (messages, opts) => {
+    const template = selectChatTemplate(source, { hasTools: opts.tools.length > 0 });
+    return renderChat(template, messages, {
+      tools: opts.tools,
+      addGenerationPrompt: opts.addGenerationPrompt,
+      kwargs: opts.kwargs,
+      ...tokens,
+    }).prompt;
+  };
+}
+
+/** The output parsers for --reasoning-parser / --tool-call-parser (null: off). */
+export function outputParsers(o: {
+  reasoning: string | null;
+  toolCall: string | null;
+}): OutputParsers {
+  for (const name of [o.reasoning, o.toolCall])
+    if (name !== null && !(PARSER_NAMES as readonly string[]).includes(name))
+      throw new Error(`unknown parser "${name}" (known: ${PARSER_NAMES.join(', ')})`);
+  const parsers: {
+    -readonly [K in keyof OutputParsers]: OutputParsers[K];
+  } = {};
+  if (o.reasoning !== null)
+    parsers.reasoning = (init) =>
+      new ReasoningStreamParser({ prefilledOpener: endsWithThinkOpener(init.promptText) });
+  if (o.toolCall !== null) {
+    parsers.toolCall = (init) => new ToolCallStreamParser(init.tools, { buffered: !init.stream });
+    parsers.toolChoicePrefill = (init) =>
+      toolChoicePrefill(planToolChoice(init.toolChoice, init.tools), init.promptText);
+  }
+  return parsers;
+}
