@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { builtinM3Template, renderChat } from '../../tokenizer/chat-template.js';
 
 import { formatToolCalls, toM3Xml } from './tool-call-formatter.js';
-import { parseToolCalls, type ToolSpec } from './tool-call-parser.js';
+import {
+  collectToolCalls,
+  parseToolCalls,
+  ToolCallStreamParser,
+  type ToolSpec,
+} from './tool-call-parser.js';
 import type { JsonSchema } from './tool-schema.js';
 
 const NS = ']<]minimax[>[';
@@ -81,6 +86,53 @@ describe('formatToolCalls', () => {
         expect(prompt).toContain(`</mm:think>${formatToolCalls([call])}[e~[`);
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('streams any well-formed output identically to the non-streaming parse', () => {
+    const prose = fc.constantFrom(
+      '',
+      'ok. ',
+      '\n',
+      ' ]<]mini ',
+      'a ]<]minimax[>[ b',
+      '<tool_call>',
+    );
+    const turn = fc.tuple(prose, fc.array(args, { minLength: 1, maxLength: 2 }), prose);
+    fc.assert(
+      fc.property(
+        fc.array(turn, { maxLength: 2 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (turns, cuts) => {
+          const tools: ToolSpec[] = [];
+          const text = turns
+            .map(([before, calls, after], t) => {
+              const named = calls.map((a, i) => ({ name: `f${t}_${i}`, arguments: a }));
+              for (const c of named)
+                tools.push({ function: { name: c.name, parameters: schemaOf(c.arguments) } });
+              return before + formatToolCalls(named) + after;
+            })
+            .join('');
+          const makeId = (i: number) => `id${i}`;
+          const whole = parseToolCalls(text, tools, { makeId });
+          const parser = new ToolCallStreamParser(tools, { makeId });
+          const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((x, y) => x - y);
+          let content = '';
+          const deltas = [];
+          let last = 0;
+          for (const p of [...points, text.length]) {
+            const out = parser.feed(text.slice(last, p));
+            content += out.content;
+            deltas.push(...out.calls);
+            last = p;
+          }
+          const end = parser.finish();
+          expect(content + end.content).toBe(whole.content);
+          expect(collectToolCalls([...deltas, ...end.calls])).toEqual(whole.toolCalls);
+          expect(whole.toolCalls).toHaveLength(turns.reduce((n, [, calls]) => n + calls.length, 0));
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });
