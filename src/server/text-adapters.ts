@@ -64,12 +64,17 @@ export function chatRenderer(
 ): ChatRenderer {
   return (messages, opts) => {
     const template = selectChatTemplate(source, { hasTools: opts.tools.length > 0 });
-    return renderChat(template, messages, {
-      tools: opts.tools,
-      addGenerationPrompt: opts.addGenerationPrompt,
-      kwargs: opts.kwargs,
-      ...tokens,
-    }).prompt;
+    // Spread: the template's message type is an open record, ours a closed interface.
+    return renderChat(
+      template,
+      messages.map((m) => ({ ...m })),
+      {
+        tools: opts.tools,
+        addGenerationPrompt: opts.addGenerationPrompt,
+        kwargs: opts.kwargs,
+        ...tokens,
+      },
+    ).prompt;
   };
 }
 
