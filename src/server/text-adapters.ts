@@ -1,6 +1,6 @@
 import { endsWithThinkOpener, renderChat, selectChatTemplate } from '../tokenizer/chat-template.js';
 import { IncrementalDecoder } from '../tokenizer/incremental-decoder.js';
-import { M3_PARSER_MARKERS } from '../tokenizer/minimax-m3-tokens.js';
+import { parserMarkerIds } from '../tokenizer/minimax-m3-tokens.js';
 import type { ChatTemplateSource } from '../tokenizer/tokenizer-config.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ReasoningStreamParser } from './parsers/reasoning-parser.js';
@@ -16,11 +16,7 @@ export const PARSER_NAMES = ['minimax-m3'] as const;
  * special tokens are skipped: the output parsers must see them to split reasoning and calls.
  */
 export function adaptTokenizer(tok: Tokenizer): ServerTokenizer {
-  const keepIds = new Set<number>();
-  for (const marker of M3_PARSER_MARKERS) {
-    const id = tok.tokenToId(marker);
-    if (id !== undefined) keepIds.add(id);
-  }
+  const keepIds = parserMarkerIds(tok);
   return {
     vocabSize: tok.vocabSize,
     encode: (text, o) => tok.encode(text, o),
