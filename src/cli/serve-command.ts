@@ -1,11 +1,258 @@
-import type { Command } from './command.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createBackend } from '../backend/create-backend.js';
+import type { Engine, SamplingParams } from '../engine/engine-types.js';
+import { LlmEngine } from '../engine/llm-engine.js';
+import { M3ModelRunner } from '../engine/m3-model-runner.js';
+import { loadModel } from '../model/load-model.js';
+import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
+import { PRESETS } from '../model/weights/random-presets.js';
+import { createServer } from '../server/http-server.js';
+import type { ChatRenderer, ServerTokenizer } from '../server/server-deps.js';
+import { OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
+import {
+  adaptTokenizer,
+  byteTokenizer,
+  chatRenderer,
+  outputParsers,
+  PARSER_NAMES,
+} from '../server/text-adapters.js';
+import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
+import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
+import { intOption, UsageError, type Command } from './command.js';
 
-/** `moeserve serve`: placeholder until the HTTP server lands (issue 6). */
+/** The model `npm start` serves: bundled with the package (see the tiny-model issue). */
+export const BUNDLED_MODEL_DIR = fileURLToPath(
+  new URL('../../models/moeserve-tiny-m3', import.meta.url),
+);
+/** Where a random tiny checkpoint is written while no bundled model exists. */
+const RANDOM_MODEL_DIR = join(homedir(), '.cache', 'moeserve', 'random-tiny-m3');
+
+export interface EngineFactoryOptions {
+  readonly backend: string;
+  readonly maxModelLen?: number;
+  readonly numPages?: number;
+  readonly maxNumSeqs?: number;
+  readonly maxNumBatchedTokens?: number;
+}
+
+/** What the HTTP server needs from a model directory. */
+export interface ModelServing {
+  readonly engine: Engine;
+  readonly tokenizer: ServerTokenizer;
+  readonly chatTemplate: ChatRenderer;
+  /** From generation_config.json, as vLLM applies it by default. */
+  readonly samplingDefaults: SamplingParams;
+}
+
+/** Sampling defaults: OpenAI's, overridden by the checkpoint's generation_config.json. */
+function readSamplingDefaults(dir: string): SamplingParams {
+  const path = join(dir, 'generation_config.json');
+  if (!existsSync(path)) return OPENAI_SAMPLING_DEFAULTS;
+  const g = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  const num = (key: string, fallback: number) =>
+    typeof g[key] === 'number' ? (g[key] as number) : fallback;
+  const d = OPENAI_SAMPLING_DEFAULTS;
+  return {
+    ...d,
+    temperature: num('temperature', d.temperature),
+    topP: num('top_p', d.topP),
+    topK: num('top_k', d.topK),
+    minP: num('min_p', d.minP),
+    repetitionPenalty: num('repetition_penalty', d.repetitionPenalty),
+  };
+}
+
+/**
+ * Builds the engine (backend, weights, KV cache, scheduler) and the text side (tokenizer,
+ * chat template) for one checkpoint directory. A checkpoint without tokenizer.json gets a
+ * byte tokenizer (right for the random tiny preset: vocabulary 256, EOS 255).
+ */
+export async function createEngineFromModelDir(
+  dir: string,
+  o: EngineFactoryOptions,
+): Promise<ModelServing> {
+  const model = loadModel(dir, { backend: await createBackend(o.backend) });
+  const runner = new M3ModelRunner(model, {
+    ...(o.numPages !== undefined && { numPages: o.numPages }),
+    ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
+  });
+  const engine = new LlmEngine(runner, {
+    ...(o.maxNumSeqs !== undefined && { maxNumSeqs: o.maxNumSeqs }),
+    ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
+  });
+  const cfg = readTokenizerConfig(dir);
+  const tokenizer = existsSync(join(dir, 'tokenizer.json'))
+    ? adaptTokenizer(loadTokenizer(dir))
+    : byteTokenizer(model.cfg.vocabSize, model.cfg.eosTokenIds[0] ?? -1);
+  const tokens = {
+    ...(cfg.bosToken !== undefined && { bosToken: cfg.bosToken }),
+    ...(cfg.eosToken !== undefined && { eosToken: cfg.eosToken }),
+  };
+  return {
+    engine,
+    tokenizer,
+    chatTemplate: chatRenderer(cfg.chatTemplate, tokens),
+    samplingDefaults: readSamplingDefaults(dir),
+  };
+}
+
+/** --model, else the bundled model, else a random tiny checkpoint (written once, cached). */
+function resolveModelDir(arg: unknown): string {
+  if (typeof arg === 'string' && arg !== '') {
+    if (!existsSync(join(arg, 'config.json')))
+      throw new UsageError(`--model: ${arg} holds no config.json`);
+    return resolve(arg);
+  }
+  if (existsSync(join(BUNDLED_MODEL_DIR, 'config.json'))) return BUNDLED_MODEL_DIR;
+  if (!existsSync(join(RANDOM_MODEL_DIR, 'config.json'))) {
+    console.error(
+      `moeserve: no bundled model; writing a random tiny checkpoint to ${RANDOM_MODEL_DIR}`,
+    );
+    writeRandomCheckpoint({ config: PRESETS['tiny']!(), outDir: RANDOM_MODEL_DIR, seed: 0 });
+  }
+  return RANDOM_MODEL_DIR;
+}
+
+function parserOption(values: Record<string, unknown>, name: string): string | null {
+  const v = String(values[name]);
+  if (v === 'none') return null;
+  if (!(PARSER_NAMES as readonly string[]).includes(v))
+    throw new UsageError(`--${name} must be one of ${[...PARSER_NAMES, 'none'].join(', ')}`);
+  return v;
+}
+
+function optionalInt(values: Record<string, unknown>, name: string): number | undefined {
+  if (values[name] === undefined) return undefined;
+  const n = intOption(values, name, 0);
+  if (n < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return n;
+}
+
+/** Stops on SIGTERM/SIGINT: no new requests, in-flight ones finish, then the engine stops. */
+function untilShutdown(close: () => Promise<void>): Promise<number> {
+  return new Promise((done) => {
+    let stopping = false;
+    const stop = (sig: string) => {
+      if (stopping) {
+        console.error(`moeserve: ${sig} again, exiting now`);
+        process.exit(1);
+      }
+      stopping = true;
+      console.error(`moeserve: ${sig}, finishing requests in flight`);
+      close().then(
+        () => done(0),
+        (e: unknown) => {
+          console.error(`moeserve: shutdown failed: ${(e as Error).message}`);
+          done(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
 export const serveCommand: Command = {
   name: 'serve',
   summary: 'serve a model over an OpenAI-compatible HTTP API',
-  options: {},
-  async run() {
-    throw new Error('moeserve serve is not implemented yet');
+  usage: '[--model DIR] [--host H] [--port N]',
+  options: {
+    model: {
+      type: 'string',
+      description: 'checkpoint directory (default: the bundled tiny model)',
+      valueName: 'DIR',
+    },
+    host: { type: 'string', default: '127.0.0.1', description: 'address to listen on' },
+    port: { type: 'string', default: '8000', description: 'port to listen on', valueName: 'N' },
+    'served-model-name': {
+      type: 'string',
+      description: 'the `model` clients send (default: the model directory name)',
+      valueName: 'NAME',
+    },
+    'api-key': { type: 'string', description: 'require "Authorization: Bearer KEY" on /v1/*' },
+    'max-concurrent-requests': {
+      type: 'string',
+      default: '256',
+      description: 'generation requests in flight; more get 429',
+      valueName: 'N',
+    },
+    'max-body-bytes': {
+      type: 'string',
+      default: String(32 * 1024 * 1024),
+      description: 'largest request body; more get 413',
+      valueName: 'N',
+    },
+    'max-model-len': {
+      type: 'string',
+      description: 'context limit, prompt + completion (default: the model config)',
+      valueName: 'N',
+    },
+    'reasoning-parser': {
+      type: 'string',
+      default: 'minimax-m3',
+      description: 'split <mm:think> reasoning into reasoning_content (minimax-m3 | none)',
+      valueName: 'NAME',
+    },
+    'tool-call-parser': {
+      type: 'string',
+      default: 'minimax-m3',
+      description: 'parse tool calls into tool_calls (minimax-m3 | none)',
+      valueName: 'NAME',
+    },
+    'return-routed-experts': {
+      type: 'boolean',
+      description: 'allow the return_routed_experts request field',
+    },
+    backend: { type: 'string', default: 'cpu', description: 'cpu | cuda' },
+    'max-num-seqs': { type: 'string', description: 'sequences per batch', valueName: 'N' },
+    'max-num-batched-tokens': {
+      type: 'string',
+      description: 'token budget of one engine step (prefill chunk size)',
+      valueName: 'N',
+    },
+    'num-pages': { type: 'string', description: 'KV-cache pages to allocate', valueName: 'N' },
+    'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
+  },
+  async run(values) {
+    const dir = resolveModelDir(values['model']);
+    const parsers = outputParsers({
+      reasoning: parserOption(values, 'reasoning-parser'),
+      toolCall: parserOption(values, 'tool-call-parser'),
+    });
+    const serving = await createEngineFromModelDir(dir, {
+      backend: String(values['backend']),
+      maxModelLen: optionalInt(values, 'max-model-len'),
+      numPages: optionalInt(values, 'num-pages'),
+      maxNumSeqs: optionalInt(values, 'max-num-seqs'),
+      maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
+    });
+    const modelName = (values['served-model-name'] as string | undefined) ?? basename(dir);
+    const app = createServer({
+      ...serving,
+      modelName,
+      parsers,
+      logger: values['log-requests'] === true,
+      options: {
+        apiKey: (values['api-key'] as string | undefined) ?? null,
+        maxConcurrentRequests: intOption(values, 'max-concurrent-requests', 256),
+        bodyLimitBytes: intOption(values, 'max-body-bytes', 32 * 1024 * 1024),
+        returnRoutedExperts: values['return-routed-experts'] === true,
+        samplingDefaults: serving.samplingDefaults,
+      },
+    });
+    const host = String(values['host']);
+    const port = intOption(values, 'port', 8000);
+    await app.listen({ host, port });
+    const where = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    console.log(
+      `moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${String(values['backend'])})`,
+    );
+    return untilShutdown(async () => {
+      await app.close();
+      await serving.engine.shutdown();
+    });
   },
 };
