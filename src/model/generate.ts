@@ -1,5 +1,5 @@
 import type { ForwardBatch } from '../backend/forward-batch.js';
-import type { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
+import type { ForwardModel } from './forward-model.js';
 import { singleSequenceCache } from './run-forward.js';
 
 export interface GenerateOptions {
@@ -22,7 +22,7 @@ export interface GeneratedToken {
  * (optionally in chunks), then each step feeds the last token at its position.
  */
 export async function* generateTokens(
-  model: MiniMaxM3Model,
+  model: ForwardModel,
   promptIds: readonly number[],
   o: GenerateOptions,
 ): AsyncGenerator<GeneratedToken> {

@@ -1,6 +1,7 @@
 import type { Backend } from '../backend/backend.js';
+import { planAllReducePlacement, type AllReduceFusion } from '../parallel/allreduce-placement.js';
 import { SingleRankCommunicator, type Communicator } from '../parallel/communicator.js';
-import { SINGLE_RANK, type ParallelLayout } from '../parallel/parallel-layout.js';
+import { validateLayout, type ParallelLayout } from '../parallel/parallel-layout.js';
 import { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
 import { loadModelWeights } from './minimax-m3/weights.js';
 import { openCheckpoint } from './weights/checkpoint.js';
@@ -8,25 +9,28 @@ import { openCheckpoint } from './weights/checkpoint.js';
 export interface LoadModelOptions {
   readonly backend: Backend;
   readonly comm?: Communicator;
+  /** This rank's layout; default: tp over the communicator's ranks. */
   readonly parallel?: ParallelLayout;
   readonly fuseSharedExperts?: boolean;
+  /** Where FFN reductions go (seed 000); default `dense`. */
+  readonly allReduceFusion?: AllReduceFusion;
 }
 
 /** Opens a HuggingFace-layout checkpoint directory and loads this rank's share onto `backend`. */
 export function loadModel(dir: string, o: LoadModelOptions): MiniMaxM3Model {
   const ckpt = openCheckpoint(dir);
   try {
-    const parallel = o.parallel ?? SINGLE_RANK;
+    const comm = o.comm ?? new SingleRankCommunicator();
+    const parallel = o.parallel ?? { tpRank: comm.rank, tpSize: comm.worldSize };
+    validateLayout(ckpt.config, parallel);
     const weights = loadModelWeights(ckpt, o.backend, {
       parallel,
       fuseSharedExperts: o.fuseSharedExperts ?? false,
     });
-    return new MiniMaxM3Model(
-      ckpt.config,
-      weights,
-      o.backend,
-      o.comm ?? new SingleRankCommunicator(),
-    );
+    return new MiniMaxM3Model(ckpt.config, weights, o.backend, comm, {
+      layout: parallel,
+      placement: planAllReducePlacement(ckpt.config, parallel, o.allReduceFusion ?? 'dense'),
+    });
   } finally {
     ckpt.close();
   }

@@ -1,6 +1,6 @@
 import type { ForwardBatch } from '../backend/forward-batch.js';
-import { allocKvCache, defaultPageSize, type KvCache } from './minimax-m3/kv-cache.js';
-import type { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
+import type { ForwardModel } from './forward-model.js';
+import { defaultPageSize, type KvCache } from './minimax-m3/kv-cache.js';
 
 export interface ForwardResult {
   /** One row of V logits per input position. */
@@ -11,24 +11,18 @@ export interface ForwardResult {
 
 /** A KV cache with contiguous pages for one sequence of up to `maxLen` tokens. */
 export function singleSequenceCache(
-  model: MiniMaxM3Model,
+  model: ForwardModel,
   maxLen: number,
 ): { kv: KvCache; pageTable: Int32Array } {
   const pageSize = defaultPageSize(model.cfg);
   const numPages = Math.max(1, Math.ceil(maxLen / pageSize));
-  const kv = allocKvCache(
-    model.backend,
-    model.cfg,
-    { tpRank: model.comm.rank, tpSize: model.comm.worldSize },
-    numPages,
-    pageSize,
-  );
+  const kv = model.allocKv(numPages, pageSize);
   return { kv, pageTable: Int32Array.from({ length: numPages }, (_, i) => i) };
 }
 
 /** Full causal forward over `ids` (positions 0..T−1) in one prefill step. */
 export async function runForward(
-  model: MiniMaxM3Model,
+  model: ForwardModel,
   ids: readonly number[],
 ): Promise<ForwardResult> {
   const { kv, pageTable } = singleSequenceCache(model, ids.length);

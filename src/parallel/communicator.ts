@@ -3,7 +3,8 @@ import type { Tensor } from '../tensor/tensor.js';
 /**
  * Collectives over one process group. Every rank calls the same collectives in the same
  * order with tensors of the same shape (the model calls them at named points only).
- * Sums are over ranks; `allGather`/`reduceScatter` work along the outermost dimension.
+ * Sums are over ranks in a fixed order (rank 0 first), so every rank ends with the same
+ * bits; `allGather`/`reduceScatter`/`allToAll` work along the outermost dimension.
  */
 export interface Communicator {
   readonly rank: number;
@@ -14,6 +15,17 @@ export interface Communicator {
   allGather(out: Tensor, x: Tensor): void | Promise<void>;
   /** out [n, ...] = rows [rank·n, (rank+1)·n) of Σ_ranks x [W·n, ...]. */
   reduceScatter(out: Tensor, x: Tensor): void | Promise<void>;
+  /**
+   * Personalised exchange of rows: x [Σ sendRows, ...] holds, rank by rank, the rows this rank
+   * sends to rank q (`sendRows[q]` of them); out [Σ recvRows, ...] receives, rank by rank, the
+   * rows rank q sent here. `recvRows[q]` must equal what rank q passes as its `sendRows[rank]`.
+   */
+  allToAll(
+    out: Tensor,
+    x: Tensor,
+    sendRows: readonly number[],
+    recvRows: readonly number[],
+  ): void | Promise<void>;
   /** In place: x ← x of `root`. */
   broadcast(x: Tensor, root: number): void | Promise<void>;
   barrier(): void | Promise<void>;
@@ -29,6 +41,9 @@ export class SingleRankCommunicator implements Communicator {
   }
   reduceScatter(_out: Tensor, _x: Tensor): void {
     throw new Error('reduceScatter on a single rank: the caller should use x directly');
+  }
+  allToAll(_out: Tensor, _x: Tensor, _s: readonly number[], _r: readonly number[]): void {
+    throw new Error('allToAll on a single rank: the caller should use x directly');
   }
   broadcast(_x: Tensor, _root: number): void {}
   barrier(): void {}

@@ -6,16 +6,17 @@ import type { AttentionWeights } from './weights.js';
 /**
  * Self-attention of one layer (shared/design/minimax-m3.md §2.4–2.5): q/k/v projections,
  * per-head Gemma q/k norms, partial NeoX RoPE, paged KV write, then dense causal GQA or
- * (MSA layers) attention over the blocks the index branch selects; o_proj is row-parallel,
- * so its partial sums are all-reduced here. x [T, D] → out [T, D].
+ * (MSA layers) attention over the blocks the index branch selects. o_proj is row-parallel:
+ * out holds this rank's partial sum, which the caller reduces (all-reduce, or SP
+ * reduce-scatter). x [T, D] → out [T, D].
  */
-export async function attentionBlock(
+export function attentionBlock(
   ctx: StepContext,
   w: AttentionWeights,
   kv: LayerKvCache,
   x: Tensor,
   out: Tensor,
-): Promise<void> {
+): void {
   const { backend: b, cfg, meta } = ctx;
   const T = ctx.numTokens;
   const Dh = cfg.headDim;
@@ -46,7 +47,6 @@ export async function attentionBlock(
     blocks,
   });
   b.matmul(out, attn, w.oProj); // [T, D] partial over tp ranks
-  await ctx.comm.allReduce(out);
 }
 
 /** The MSA index branch: one index query head per local KV head, one shared index key. */

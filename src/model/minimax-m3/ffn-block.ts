@@ -2,49 +2,64 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { StepContext } from './step-context.js';
 import type { MlpWeights, MoeWeights } from './weights.js';
 
-/** Dense SwiGLU-OAI MLP, column- then row-parallel: x [T, D] → out [T, D] (partial over tp). */
+/** Dense SwiGLU-OAI MLP, column- then row-parallel: x [M, D] → out [M, D] (partial over tp). */
 export function mlpBlock(ctx: StepContext, w: MlpWeights, x: Tensor, out: Tensor): void {
   const { backend: b, cfg } = ctx;
+  const M = x.shape[0]!;
   const I = w.down.shape[1]!;
-  const gu = ctx.scratch([ctx.numTokens, 2 * I]); // [T, 2I]
-  const act = ctx.scratch([ctx.numTokens, I]); // [T, I]
+  const gu = ctx.scratch([M, 2 * I]); // [M, 2I]
+  const act = ctx.scratch([M, I]); // [M, I]
   b.matmul(gu, x, w.gateUp);
   b.swigluOai(act, gu, cfg.swigluAlpha, cfg.swigluLimit);
   b.matmul(out, act, w.down);
 }
 
+/** Router output of M rows: ids and weights [M, K'] (K' = K + 1 with a fused shared slot). */
+export interface Routing {
+  readonly ids: Tensor;
+  readonly weights: Tensor;
+}
+
 /**
- * MoE (§2.7): fp32 sigmoid router, top-K by biased score, renormalised weights × routed
- * scale; routed experts plus the unweighted shared expert (or the shared expert fused in as
- * expert id E with weight 1). Reduced immediately (seed 000: never deferred after MoE).
+ * fp32 sigmoid router (§2.7): top-K by biased score, renormalised weights × routed scale; with
+ * the shared expert fused in, column K is expert id E with weight exactly 1 (seed 002).
  */
-export async function moeBlock(
-  ctx: StepContext,
-  layer: number,
-  w: MoeWeights,
-  x: Tensor,
-  out: Tensor,
-): Promise<void> {
+export function routeTokens(ctx: StepContext, w: MoeWeights, x: Tensor): Routing {
   const { backend: b, cfg } = ctx;
-  const T = ctx.numTokens;
+  const M = x.shape[0]!;
   const E = cfg.numExperts;
-  const fused = w.experts.numLocalExperts > E;
+  const fused = w.experts.firstExpert + w.experts.numLocalExperts > E;
   const width = cfg.numExpertsPerTok + (fused ? 1 : 0);
-  const logits = ctx.scratch([T, E], 'f32'); // [T, E]
-  const ids = ctx.scratch([T, width], 'i32'); // [T, K']
-  const weights = ctx.scratch([T, width], 'f32'); // [T, K']
+  const logits = ctx.scratch([M, E], 'f32'); // [M, E]
+  const ids = ctx.scratch([M, width], 'i32'); // [M, K']
+  const weights = ctx.scratch([M, width], 'f32'); // [M, K']
   b.matmul(logits, x, w.gate);
   b.routerTopK(ids, weights, logits, w.bias, {
     topK: cfg.numExpertsPerTok,
     scale: cfg.routedScalingFactor,
     sharedExpertId: fused ? E : null,
   });
+  return { ids, weights };
+}
+
+/**
+ * Tensor-parallel MoE: routed experts (each split on its intermediate dim) plus the unweighted
+ * shared expert, x [T, D] → out [T, D], a partial sum over ranks that the caller reduces.
+ */
+export function moeBlock(
+  ctx: StepContext,
+  layer: number,
+  w: MoeWeights,
+  x: Tensor,
+  out: Tensor,
+): void {
+  const { backend: b, cfg } = ctx;
+  const { ids, weights } = routeTokens(ctx, w, x);
   if (ctx.meta.batch.captureRoutedExperts) ctx.routedExperts[String(layer)] = b.readI32(ids);
   b.moe(out, x, ids, weights, w.experts, { alpha: cfg.swigluAlpha, limit: cfg.swigluLimit });
   if (w.shared) {
-    const s = ctx.scratch([T, cfg.hiddenSize]); // [T, D]
+    const s = ctx.scratch([x.shape[0]!, cfg.hiddenSize]); // [T, D]
     mlpBlock(ctx, w.shared, x, s);
     b.add(out, out, s);
   }
-  await ctx.comm.allReduce(out);
 }

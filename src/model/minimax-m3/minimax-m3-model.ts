@@ -1,13 +1,21 @@
 import type { Backend } from '../../backend/backend.js';
 import type { ForwardBatch } from '../../backend/forward-batch.js';
 import type { ModelConfig } from '../../config/model-config.js';
+import { planAllReducePlacement, type LayerPlacement } from '../../parallel/allreduce-placement.js';
 import type { Communicator } from '../../parallel/communicator.js';
+import {
+  usesExpertParallel,
+  usesSequenceParallel,
+  type ParallelLayout,
+} from '../../parallel/parallel-layout.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { attentionBlock } from './attention-block.js';
+import { expertParallelFfn } from './expert-parallel-moe.js';
 import { mlpBlock, moeBlock } from './ffn-block.js';
-import type { KvCache } from './kv-cache.js';
+import { allocKvCache, type KvCache } from './kv-cache.js';
+import { ResidualStream } from './residual-stream.js';
 import { StepContext } from './step-context.js';
-import type { ModelWeights } from './weights.js';
+import type { LayerWeights, ModelWeights } from './weights.js';
 
 export interface ForwardOutput {
   /** [R, V] float32 logits of the batch's logit rows (host memory). */
@@ -17,44 +25,104 @@ export interface ForwardOutput {
   readonly routedExperts: Record<string, Int32Array>;
 }
 
+export interface ModelParallelOptions {
+  /** This rank's layout; default: tp over the communicator's ranks. */
+  readonly layout?: ParallelLayout;
+  /** Where each layer's FFN reduction happens; default `--allreduce-fusion dense`. */
+  readonly placement?: readonly LayerPlacement[];
+}
+
 /**
  * MiniMax-M3 text model (shared/design/minimax-m3.md §2). Shapes: T tokens, D hidden.
- * Pre-norm decoder; the residual stream r is added inside each norm.
+ * Pre-norm decoder; the residual stream r is added inside each norm. Collectives happen at
+ * named points only: around each sub-layer (ResidualStream), inside the expert-parallel MoE,
+ * in `reduceAddNorm` for deferred FFN reductions, and in the LM head.
  */
 export class MiniMaxM3Model {
+  readonly layout: ParallelLayout;
+  readonly placement: readonly LayerPlacement[];
+
   constructor(
     readonly cfg: ModelConfig,
     readonly weights: ModelWeights,
     readonly backend: Backend,
     readonly comm: Communicator,
-  ) {}
+    o: ModelParallelOptions = {},
+  ) {
+    this.layout = o.layout ?? { tpRank: comm.rank, tpSize: comm.worldSize };
+    if (this.layout.tpSize !== comm.worldSize || this.layout.tpRank !== comm.rank)
+      throw new Error(
+        `layout tp rank ${this.layout.tpRank}/${this.layout.tpSize} does not match communicator rank ${comm.rank}/${comm.worldSize}`,
+      );
+    this.placement = o.placement ?? planAllReducePlacement(cfg, this.layout, 'dense');
+  }
+
+  /** This rank's paged KV cache of `numPages` pages. */
+  allocKv(numPages: number, pageSize: number): KvCache {
+    return allocKvCache(this.backend, this.cfg, this.layout, numPages, pageSize);
+  }
 
   async forward(batch: ForwardBatch, kv: KvCache): Promise<ForwardOutput> {
     const b = this.backend;
     const ctx = new StepContext(this.cfg, b, this.comm, b.prepareBatch(batch));
     try {
-      const T = ctx.numTokens;
+      const rs = new ResidualStream(ctx, usesSequenceParallel(this.layout));
       const D = this.cfg.hiddenSize;
-      const h = ctx.scratch([T, D]); // [T, D] sub-layer output
-      const r = ctx.scratch([T, D]); // [T, D] residual stream, starts at zero
-      const a = ctx.scratch([T, D]); // [T, D] normalised input of a sub-layer
-      b.embedding(h, this.weights.embed, ctx.meta);
+      const r = ctx.scratch([rs.numRows, D]); // [rows, D] residual stream, starts at zero
+      const a = ctx.scratch([rs.numRows, D]); // [rows, D] normalised input of a sub-layer
+      let h = rs.embed(this.weights.embed); // [rows, D] sub-layer output
+      let deferred = false; // h still holds a partial sum left for the next norm
       for (let i = 0; i < this.cfg.numLayers; i++) {
         const w = this.weights.layers[i]!;
-        b.addRmsNorm(a, r, h, w.inputNorm, this.cfg.rmsNormEps); // r += h; a = norm(r)
-        await attentionBlock(ctx, w.attn, kv.layers[i]!, a, h);
+        await this.reduceAddNorm(a, r, h, w.inputNorm, deferred);
+        const attn = rs.partialOutput();
+        attentionBlock(ctx, w.attn, kv.layers[i]!, await rs.gather(a), attn.out);
+        h = await rs.reduce(attn.all);
         b.addRmsNorm(a, r, h, w.postAttnNorm, this.cfg.rmsNormEps);
-        if (w.moe) await moeBlock(ctx, i, w.moe, a, h);
-        else {
-          mlpBlock(ctx, w.mlp!, a, h);
-          await this.comm.allReduce(h);
-        }
+        deferred = this.placement[i]?.reduction === 'deferred';
+        h = await this.ffn(ctx, rs, i, w, a, deferred);
       }
-      b.addRmsNorm(a, r, h, this.weights.norm, this.cfg.rmsNormEps);
-      return { ...(await this.lmHead(ctx, a)), routedExperts: ctx.routedExperts };
+      await this.reduceAddNorm(a, r, h, this.weights.norm, deferred);
+      const y = await rs.gather(a); // [T, D]: the one all-gather before the LM head under SP
+      return { ...(await this.lmHead(ctx, y)), routedExperts: ctx.routedExperts };
     } finally {
       ctx.release();
     }
+  }
+
+  /**
+   * r += Σ_ranks h (when `reduce`, the deferred FFN all-reduce: float32, rank order), then
+   * a = Gemma-RMSNorm(r). With `reduce` false it is the plain residual add + norm. This is
+   * the one place a fused all-reduce + residual + norm kernel would go; its definition is
+   * exactly this sequence, so the deferred path equals the immediate one bit for bit.
+   */
+  private async reduceAddNorm(
+    a: Tensor,
+    r: Tensor,
+    h: Tensor,
+    w: Tensor,
+    reduce: boolean,
+  ): Promise<void> {
+    if (reduce) await this.comm.allReduce(h);
+    this.backend.addRmsNorm(a, r, h, w, this.cfg.rmsNormEps);
+  }
+
+  /** The FFN sub-layer of layer i on this rank's rows a; returns its (maybe partial) output. */
+  private async ffn(
+    ctx: StepContext,
+    rs: ResidualStream,
+    i: number,
+    w: LayerWeights,
+    a: Tensor,
+    defer: boolean,
+  ): Promise<Tensor> {
+    if (w.moe && usesExpertParallel(this.layout))
+      return expertParallelFfn(ctx, rs, i, w.moe, a, defer);
+    const x = await rs.gather(a);
+    const part = rs.partialOutput();
+    if (w.moe) moeBlock(ctx, i, w.moe, x, part.out);
+    else mlpBlock(ctx, w.mlp!, x, part.out);
+    return rs.reduce(part.all, defer);
   }
 
   /** Final rows through the vocabulary-parallel LM head, gathered to full [R, V] on the host. */

@@ -31,6 +31,13 @@ export class StepContext {
     return t;
   }
 
+  /** Host data as a tensor released with the step's scratch. */
+  upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
+    const t = this.backend.upload(data, shape, dtype);
+    this.taken.push(t);
+    return t;
+  }
+
   release(): void {
     for (const t of this.taken) this.backend.free(t);
     this.taken.length = 0;

@@ -1,6 +1,13 @@
 import type { Backend, ExpertWeights } from '../../backend/backend.js';
 import type { ModelConfig } from '../../config/model-config.js';
-import { evenSplit, kvHeadRange, type ParallelLayout } from '../../parallel/parallel-layout.js';
+import {
+  evenSplit,
+  expertRange,
+  kvHeadRange,
+  SINGLE_RANK,
+  usesExpertParallel,
+  type ParallelLayout,
+} from '../../parallel/parallel-layout.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { Checkpoint } from '../weights/checkpoint.js';
 
@@ -195,27 +202,28 @@ function loadMoe(
   const { hiddenSize: D, numExperts: E, moeIntermediateSize: I } = cfg;
   const hasShared = cfg.numSharedExperts > 0;
   const sharedI = cfg.sharedIntermediateSize * Math.max(1, cfg.numSharedExperts);
+  const ep = usesExpertParallel(o.parallel);
   const fuse = o.fuseSharedExperts && hasShared;
+  if (fuse && ep)
+    throw new Error('shared-experts fusion is not supported with expert parallelism (--ep)');
   if (fuse && sharedI !== I)
     throw new Error(`shared-experts fusion needs shared width ${sharedI} = expert width ${I}`);
-  const numSlabs = E + (fuse ? 1 : 0);
-  const In = I / o.parallel.tpSize;
+  // EP: whole experts of this rank's range, and a replicated shared expert. TP: every expert
+  // (and the shared one) split on the intermediate dimension.
+  const [e0, numLocal] = expertRange(cfg, o.parallel);
+  const split = ep ? SINGLE_RANK : o.parallel;
+  const numSlabs = numLocal + (fuse ? 1 : 0);
+  const In = I / split.tpSize;
   const gateUp = new Float32Array(numSlabs * 2 * In * D);
   const down = new Float32Array(numSlabs * D * In);
-  for (let e = 0; e < numSlabs; e++) {
+  for (let j = 0; j < numSlabs; j++) {
+    const e = e0 + j;
     const m =
       e < E
-        ? readMlp(ckpt, `${p}.experts.${e}`, ['w1', 'w3', 'w2'], D, I, o.parallel)
-        : readMlp(
-            ckpt,
-            `${p}.shared_experts`,
-            ['gate_proj', 'up_proj', 'down_proj'],
-            D,
-            I,
-            o.parallel,
-          );
-    gateUp.set(m.gateUp, e * 2 * In * D);
-    down.set(m.down, e * D * In);
+        ? readMlp(ckpt, `${p}.experts.${e}`, ['w1', 'w3', 'w2'], D, I, split)
+        : readMlp(ckpt, `${p}.shared_experts`, ['gate_proj', 'up_proj', 'down_proj'], D, I, split);
+    gateUp.set(m.gateUp, j * 2 * In * D);
+    down.set(m.down, j * D * In);
   }
   return {
     gate: up(`${p}.gate.weight`, [E, D], {}, 'f32'),
@@ -226,7 +234,7 @@ function loadMoe(
     experts: {
       gateUp: backend.upload(gateUp, [numSlabs, 2 * In, D], 'bf16'),
       down: backend.upload(down, [numSlabs, D, In], 'bf16'),
-      firstExpert: 0,
+      firstExpert: e0,
       numLocalExperts: numSlabs,
     },
     shared:
@@ -238,7 +246,7 @@ function loadMoe(
             ['gate_proj', 'up_proj', 'down_proj'],
             D,
             sharedI,
-            o.parallel,
+            split,
           )
         : null,
   };
