@@ -7,7 +7,12 @@ import { loadTokenizer } from '../../tokenizer/load-tokenizer.js';
 import { parserMarkerIds } from '../../tokenizer/minimax-m3-tokens.js';
 
 import { parseReasoning, ReasoningStreamParser } from './reasoning-parser.js';
-import { collectToolCalls, parseToolCalls, ToolCallStreamParser } from './tool-call-parser.js';
+import {
+  collectToolCalls,
+  parseToolCalls,
+  ToolCallStreamParser,
+  type ToolCallDelta,
+} from './tool-call-parser.js';
 import type { ToolSpec } from './tool-call-stream-parser.js';
 
 const tok = loadTokenizer(join(import.meta.dirname, '../../tokenizer/fixtures/gpt2-style'));
@@ -40,7 +45,7 @@ describe('M3 output pipeline: ids -> decoder -> reasoning -> tool calls', () => 
     const calls = new ToolCallStreamParser(tools, { makeId: (i) => `c${i}` });
     let reasoningText = '';
     let content = '';
-    const deltas = [];
+    const deltas: ToolCallDelta[] = [];
     const route = (text: string, last: boolean) => {
       const r = reasoning.feed(text);
       const rEnd = last ? reasoning.finish() : { reasoning: '', content: '' };

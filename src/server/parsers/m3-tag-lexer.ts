@@ -29,7 +29,10 @@ export class M3TagLexer {
     for (;;) {
       const at = this.buffer.indexOf(NS, pos);
       if (at < 0) {
-        const keep = partialSuffix(this.buffer.slice(pos), NS);
+        const keep = Math.max(
+          partialSuffix(this.buffer.slice(pos), NS),
+          highSurrogateTail(this.buffer),
+        );
         pushText(events, this.buffer.slice(pos, this.buffer.length - keep));
         pos = this.buffer.length - keep;
         break;
@@ -59,6 +62,12 @@ export class M3TagLexer {
     this.buffer = '';
     return events;
   }
+}
+
+/** 1 when the text ends in the first half of a surrogate pair: a JSON escape must not split it. */
+function highSurrogateTail(text: string): number {
+  const last = text.charCodeAt(text.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? 1 : 0;
 }
 
 function pushText(events: TagEvent[], text: string): void {

@@ -8,6 +8,7 @@ import {
   collectToolCalls,
   parseToolCalls,
   ToolCallStreamParser,
+  type ToolCallDelta,
   type ToolSpec,
 } from './tool-call-parser.js';
 import type { JsonSchema } from './tool-schema.js';
@@ -118,7 +119,7 @@ describe('formatToolCalls', () => {
           const parser = new ToolCallStreamParser(tools, { makeId });
           const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((x, y) => x - y);
           let content = '';
-          const deltas = [];
+          const deltas: ToolCallDelta[] = [];
           let last = 0;
           for (const p of [...points, text.length]) {
             const out = parser.feed(text.slice(last, p));

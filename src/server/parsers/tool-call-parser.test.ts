@@ -5,6 +5,7 @@ import {
   collectToolCalls,
   parseToolCalls,
   ToolCallStreamParser,
+  type ToolCallDelta,
   type ToolSpec,
 } from './tool-call-parser.js';
 
@@ -165,7 +166,7 @@ function streamAll(text: string, cuts: number[], tools: ToolSpec[] = []) {
   const parser = new ToolCallStreamParser(tools, ids);
   const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
   let content = '';
-  const deltas = [];
+  const deltas: ToolCallDelta[] = [];
   let last = 0;
   for (const p of [...points, text.length]) {
     const out = parser.feed(text.slice(last, p));
@@ -228,6 +229,13 @@ describe('ToolCallStreamParser', () => {
     const cut = `${NS}<tool_call>\n${NS}<invoke name="make_plan">${NS}<title>Par`;
     const calls = collectToolCalls(streamAll(cut, [], [planTool]).deltas);
     expect(JSON.parse(calls[0]!.function.arguments)).toEqual({ title: 'Par' });
+  });
+
+  it('never splits a surrogate pair inside a streamed string argument', () => {
+    const emoji = `${NS}<tool_call>\n${invoke('make_plan', el('title', 'a😀b'))}\n${NS}</tool_call>`;
+    const cut = emoji.indexOf('😀') + 1; // between the two UTF-16 halves
+    const s = streamAll(emoji, [cut], [planTool]);
+    expect(collectToolCalls(s.deltas)[0]!.function.arguments).toBe('{"title":"a😀b"}');
   });
 
   it('agrees with parseToolCalls under random cuts', () => {
