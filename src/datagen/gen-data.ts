@@ -3,7 +3,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
-import { conversation, questionOf, trainingSamples, type Conversation } from './dataset.js';
+import {
+  afterToolMessages,
+  conversation,
+  questionOf,
+  trainingSamples,
+  type Conversation,
+} from './dataset.js';
+import { renderPrompt } from './m3-format.js';
 import { M3_CHAT_TEMPLATE } from './m3-template.js';
 import { Rng } from './rng.js';
 
@@ -60,6 +67,24 @@ export function heldoutRecord(c: Conversation): Record<string, unknown> {
   return rec;
 }
 
+/**
+ * Rendered prompts of the held-out set for training/evaluate.py (the PyTorch-side quality check):
+ * one record per stage, the tool-answer stage after the expected call and its result.
+ */
+export function heldoutPrompts(c: Conversation): Record<string, unknown>[] {
+  const prompt = renderPrompt(c.messages, c.tools);
+  if (c.kind === 'arithmetic') return [{ stage: 'arithmetic', prompt, answer_number: c.answer }];
+  if (c.kind === 'chat') return [{ stage: 'chat', prompt, final_answer: c.turn.content }];
+  return [
+    { stage: 'tool-call', prompt, tools: c.tools, answer: c.turn.toolCalls?.[0] },
+    {
+      stage: 'tool-answer',
+      prompt: renderPrompt(afterToolMessages(c), c.tools),
+      final_answer: c.finalTurn?.content,
+    },
+  ];
+}
+
 function jsonl(rows: readonly unknown[]): string {
   return rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 }
@@ -102,6 +127,7 @@ export async function generateData(opts: GenDataOptions): Promise<GenDataManifes
     'heldout-gsm8k.jsonl': jsonl(gsm8k),
     'heldout-tools.jsonl': jsonl(byKind('tool')),
     'heldout-chat.jsonl': jsonl(byKind('chat')),
+    'heldout-prompts.jsonl': jsonl(held.flatMap(heldoutPrompts)),
     'chat_template.jinja': M3_CHAT_TEMPLATE,
   };
   for (const [name, text] of Object.entries(files)) await writeFile(join(opts.outDir, name), text);
