@@ -47,7 +47,10 @@ export class StopStringMatcher {
     let best: { at: number; stop: string } | null = null;
     for (const stop of this.stops) {
       const at = this.pending.indexOf(stop);
-      if (at >= 0 && (best === null || at < best.at)) best = { at, stop };
+      // On a tie the shorter wins: it is the one a finer chunking would have completed first.
+      const better =
+        best === null || at < best.at || (at === best.at && stop.length < best.stop.length);
+      if (at >= 0 && better) best = { at, stop };
     }
     return best;
   }
