@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { type Row, printTable } from './check-util.js';
-import { checkFusionCapture, checkGolden } from './golden-check.js';
+import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkOps } from './op-check.js';
 import { smoke } from './smoke.js';
 
@@ -39,7 +39,9 @@ async function main(): Promise<void> {
       console.error(e.stack);
       return { check: 'fusion capture', value: 'error', limit: '-', pass: false };
     }));
-    printTable('golden: model on CUDA vs CPU', rows);
+    const gpu32 = await createCudaBackend({ float32: true });
+    rows.push(...(await checkGoldenExpect(golden, gpu32)));
+    printTable('golden: model on CUDA vs CPU (bf16), CUDA f32 mode vs expect.json', rows);
     all.push(...rows);
   }
   result['rows'] = all;

@@ -16,7 +16,7 @@ import { attention, msaSelect } from './attention-ops.js';
 import { BatchMetaStore, type CudaBatchMeta } from './batch-meta.js';
 import { CublasGemm, type GemmType } from './cublas-gemm.js';
 import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
-import { CudaDevice, fmtBytes, type CudaGraph } from './device.js';
+import { CudaDevice, fmtBytes, type CudaGraph, type PinnedBuffer } from './device.js';
 import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
 import { KernelCache } from './kernel-cache.js';
@@ -28,6 +28,11 @@ export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
   /** Capacity of the per-step metadata buffer, in int32 entries (default 4 Mi). */
   readonly maxMetaInts?: number;
+  /**
+   * Store every bf16 request as f32 (a float32 backend, like the CPU reference): for exact
+   * checks against the golden cases. Default false (bf16 weights and activations).
+   */
+  readonly float32?: boolean;
 }
 
 /** Allocations at least this large bypass the pool (weights, KV cache, huge prefill scratch). */
@@ -42,7 +47,8 @@ export class CudaBackend implements Backend {
   private readonly pool: MemoryPool;
   private readonly exact = new Set<PoolBlock>();
   /** While capturing a graph: tensors read back by the model, to read after each replay. */
-  private captureReads: CudaTensor[] | null = null;
+  private captureReads: { tensor: CudaTensor; array: Float32Array | Int32Array }[] | null = null;
+  private readonly float32: boolean;
 
   constructor(
     readonly dev: CudaDevice,
@@ -52,6 +58,12 @@ export class CudaBackend implements Backend {
     this.gemm = new CublasGemm(dev);
     this.pool = new MemoryPool((bytes) => dev.malloc(bytes, 'pool block'));
     this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);
+    this.float32 = o.float32 ?? false;
+  }
+
+  /** The dtype actually stored for a requested one. */
+  private storage(dtype: DType): DType {
+    return this.float32 && dtype === 'bf16' ? 'f32' : dtype;
   }
 
   // ------------------------------------------------------------------ memory
@@ -62,7 +74,8 @@ export class CudaBackend implements Backend {
     return t;
   }
 
-  private allocRaw(shape: Shape, dtype: DType): CudaTensor {
+  private allocRaw(shape: Shape, requested: DType): CudaTensor {
+    const dtype = this.storage(requested);
     const bytes = Math.max(1, numel(shape) * DTYPE_BYTES[dtype]);
     let block: PoolBlock;
     if (bytes >= EXACT_ALLOC_BYTES) {
@@ -78,7 +91,10 @@ export class CudaBackend implements Backend {
     const n = numel(shape);
     if (data.length !== n) throw new Error(`upload: ${data.length} values for shape ${shapeStr(shape)}`);
     const t = this.allocRaw(shape, dtype);
-    if (dtype === 'i32' || dtype === 'f32') {
+    dtype = t.dtype;
+    if (this.dev.isCapturing) {
+      this.uploadCaptured(t, data);
+    } else if (dtype === 'i32' || dtype === 'f32') {
       if ((dtype === 'i32') !== data instanceof Int32Array)
         throw new Error(`upload: ${data.constructor.name} cannot be stored as ${dtype}`);
       this.dev.upload(t.ptr, data);
@@ -90,6 +106,19 @@ export class CudaBackend implements Backend {
     }
     return t;
   }
+
+  /**
+   * An upload inside a graph capture (e.g. per-step host data): staged in pinned memory that
+   * stays alive with the graph, so every replay copies the same values.
+   */
+  private uploadCaptured(t: CudaTensor, data: Float32Array | Int32Array): void {
+    if (t.dtype === 'bf16') throw new Error('cuda: bf16 upload during graph capture is not supported');
+    const pinned = this.dev.pinned(Math.max(4, data.byteLength));
+    new Uint8Array(pinned.view.buffer, 0, data.byteLength).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    this.capturePinned.push(pinned);
+    this.dev.uploadAsync(t.ptr, pinned.address, data.byteLength);
+  }
+  private readonly capturePinned: PinnedBuffer[] = [];
 
   /** f32 host data -> bf16 device memory, converted on the GPU in chunks. */
   private uploadAsBf16(dst: number, data: Float32Array): void {
@@ -107,8 +136,9 @@ export class CudaBackend implements Backend {
     const c = cuda(t, 'readF32', ['f32', 'bf16']);
     const n = c.numel;
     if (this.captureReads) {
-      this.captureReads.push(c);
-      return new Float32Array(n);
+      const array = new Float32Array(n);
+      this.captureReads.push({ tensor: c, array });
+      return array;
     }
     if (c.dtype === 'f32') {
       const out = new Float32Array(n);
@@ -126,8 +156,9 @@ export class CudaBackend implements Backend {
   readI32(t: Tensor): Int32Array {
     const c = cuda(t, 'readI32', ['i32']);
     if (this.captureReads) {
-      this.captureReads.push(c);
-      return new Int32Array(c.numel);
+      const array = new Int32Array(c.numel);
+      this.captureReads.push({ tensor: c, array });
+      return array;
     }
     const out = new Int32Array(c.numel);
     this.dev.download(out, c.ptr);
@@ -178,13 +209,14 @@ export class CudaBackend implements Backend {
    * Runs `fn` under stream capture. Host reads made by `fn` (readF32/readI32) return zeros
    * and are recorded: the returned `reads` are the tensors to read after each replay.
    */
-  async captureGraph(fn: () => Promise<void>): Promise<{ graph: CudaGraph; reads: CudaTensor[] }> {
+  async captureGraph<R>(fn: () => Promise<R>): Promise<CapturedGraph<R>> {
     this.dev.sync();
-    const reads: CudaTensor[] = [];
+    const reads: CapturedRead[] = [];
     this.captureReads = reads;
     this.dev.beginCapture();
+    let result: R;
     try {
-      await fn();
+      result = await fn();
     } catch (e) {
       try {
         this.dev.endCapture().destroy();
@@ -195,7 +227,27 @@ export class CudaBackend implements Backend {
     } finally {
       this.captureReads = null;
     }
-    return { graph: this.dev.endCapture(), reads };
+    return { graph: this.dev.endCapture(), reads, result };
+  }
+
+  /**
+   * Replays a captured graph and refreshes, in place, the arrays the captured function got
+   * from its host reads; returns the captured function's result object (now current).
+   */
+  replay<R>(g: CapturedGraph<R>): R {
+    g.graph.launch();
+    this.dev.sync();
+    for (const { tensor, array } of g.reads) {
+      if (tensor.dtype === 'bf16') {
+        const bits = new Uint16Array(array.length);
+        this.dev.download(bits, tensor.ptr);
+        const u = new Uint32Array(array.buffer, array.byteOffset, array.length);
+        for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
+      } else {
+        this.dev.download(array, tensor.ptr);
+      }
+    }
+    return g.result;
   }
 
   synchronize(): void {
@@ -281,6 +333,18 @@ export class CudaBackend implements Backend {
     const c = cuda(t, 'fillRandom', ['bf16', 'f32']);
     ew.fillRandom(this.ctx, c.ptr, c.dtype === 'bf16' ? 'b' : 'f', c.numel, seed, scale, offset);
   }
+}
+
+export interface CapturedRead {
+  readonly tensor: CudaTensor;
+  readonly array: Float32Array | Int32Array;
+}
+
+/** A captured step: its graph, the host reads to refresh after a replay, the function's result. */
+export interface CapturedGraph<R> {
+  readonly graph: CudaGraph;
+  readonly reads: readonly CapturedRead[];
+  readonly result: R;
 }
 
 /**
