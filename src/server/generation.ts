@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply } from 'fastify';
 import type { GenerateRequest } from '../engine/engine-types.js';
-import { badRequest, modelNotFound, tooManyRequests } from './errors.js';
+import { ApiError, badRequest, modelNotFound, tooManyRequests } from './errors.js';
 import type { SamplingRequest, Usage } from './openai/types.js';
 import type { ChoiceFinishReason, ChoiceSpec } from './run-choice.js';
 import type { ServerContext } from './server-context.js';
@@ -91,6 +91,9 @@ export interface Generation {
  * still running for it is aborted (a client that disconnects stops its generation).
  */
 export function beginGeneration(ctx: ServerContext, reply: FastifyReply): Generation {
+  // Gone before we got here: its 'close' has fired already and would never free the slot.
+  if (reply.raw.destroyed || reply.raw.socket?.destroyed)
+    throw new ApiError(499, 'The client closed the request.', 'invalid_request_error');
   if (!ctx.limiter.tryAcquire()) throw tooManyRequests(ctx.limiter.limit);
   const t0 = performance.now();
   const ac = new AbortController();

@@ -96,6 +96,7 @@ describe('malformed requests', () => {
     [{ seed: 1.5 }, 'seed'],
     [{ logprobs: true, top_logprobs: 50 }, 'top_logprobs'],
     [{ stop: [''] }, 'stop'],
+    [{ logit_bias: { '5': 10 } }, 'logit_bias'],
   ])('answers bad sampling values with 400 (%o)', async (extra, param) => {
     const e = await expectError('/v1/chat/completions', chat('x', extra), 400);
     expect(e.error.param).toBe(param);

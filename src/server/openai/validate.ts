@@ -69,6 +69,8 @@ function readSampling(r: FieldReader, ctx: ValidationContext, maxTokens: number 
     includeUsage: readStreamOptions(r, stream),
     returnRoutedExperts,
   };
+  const bias = r.object('logit_bias');
+  if (bias !== undefined && Object.keys(bias).length > 0) r.fail('logit_bias', 'is not supported');
   const bestOf = r.number('best_of', { integer: true, min: 1 });
   if (bestOf !== undefined && bestOf !== s.n)
     r.fail('best_of', `is not supported (only best_of == n), got ${bestOf} with n=${s.n}`);
