@@ -41,6 +41,7 @@ export interface EngineFactoryOptions {
 /** What the HTTP server needs from a model directory. */
 export interface ModelServing {
   readonly engine: Engine;
+  readonly resetPrefixCache: () => void;
   readonly tokenizer: ServerTokenizer;
   readonly chatTemplate: ChatRenderer;
   /** From generation_config.json, as vLLM applies it by default. */
@@ -93,6 +94,7 @@ export async function createEngineFromModelDir(
   };
   return {
     engine,
+    resetPrefixCache: () => engine.resetPrefixCache(),
     tokenizer,
     chatTemplate: chatRenderer(cfg.chatTemplate, tokens),
     samplingDefaults: readSamplingDefaults(dir),

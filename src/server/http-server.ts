@@ -20,6 +20,8 @@ export interface CreateServerArgs {
   readonly chatTemplate: ChatRenderer | null;
   readonly parsers?: OutputParsers;
   readonly options?: Partial<ServerOptions>;
+  /** Drops the engine's prefix cache; enables POST /flush_cache and /reset_prefix_cache. */
+  readonly resetPrefixCache?: () => void;
   /** Fastify's request log (pino, JSON lines on stdout). */
   readonly logger?: boolean;
 }
@@ -38,6 +40,9 @@ function installJsonParser(app: FastifyInstance): void {
     }
   });
 }
+
+/** The cache-flush routes of SGLang and vLLM, which benchmark clients call between runs. */
+const ADMIN_ROUTES = ['/flush_cache', '/reset_prefix_cache'];
 
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
@@ -72,7 +77,8 @@ function installHooks(
       );
     }
     const key = ctx.options.apiKey;
-    if (key === null || !request.url.startsWith('/v1/')) return;
+    if (key === null || !(request.url.startsWith('/v1/') || ADMIN_ROUTES.includes(request.url)))
+      return;
     const auth = request.headers.authorization ?? '';
     const given = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length).trim() : '';
     if (!sameSecret(given, key)) throw unauthorized();
@@ -132,6 +138,13 @@ export function createServer(args: CreateServerArgs): FastifyInstance {
   registerCompletions(app, ctx);
   registerModels(app, ctx);
   app.get('/health', async () => ({ status: 'ok' }));
+  const reset = args.resetPrefixCache;
+  if (reset)
+    for (const path of ADMIN_ROUTES)
+      app.post(path, async () => {
+        reset();
+        return { status: 'ok' };
+      });
   app.get('/metrics', async (_request, reply) => {
     const { contentType, body } = await ctx.metrics.render();
     return reply.header('content-type', contentType).send(body);

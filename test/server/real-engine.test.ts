@@ -111,6 +111,17 @@ describe.skipIf(!existsSync(DIR))('server over the real engine (tiny MiniMax-M3,
     }
   });
 
+  it('flushes the prefix cache on POST /flush_cache and /reset_prefix_cache', async () => {
+    const p = prompt(11, 40);
+    await complete(main, p);
+    expect((await complete(main, p)).cached).toBeGreaterThan(0);
+    for (const path of ['/flush_cache', '/reset_prefix_cache']) {
+      const r = await fetch(`${main.url}${path}`, { method: 'POST' });
+      expect(r.status).toBe(200);
+      expect((await complete(main, p)).cached).toBe(0);
+    }
+  });
+
   it('streams the same tokens as the non-streaming answer', async () => {
     const stream = await main.client.completions.create({
       ...greedy,
