@@ -29,6 +29,8 @@ export const BUNDLED_MODEL_DIR = fileURLToPath(
 );
 /** Where a random tiny checkpoint is written while no bundled model exists. */
 const RANDOM_MODEL_DIR = join(homedir(), '.cache', 'moeserve', 'random-tiny-m3');
+/** The served name of the default model, random stand-in or not, so the README's curl works. */
+const DEFAULT_MODEL_NAME = 'moeserve-tiny-m3';
 
 export interface EngineFactoryOptions {
   readonly backend: string;
@@ -102,20 +104,21 @@ export async function createEngineFromModelDir(
 }
 
 /** --model, else the bundled model, else a random tiny checkpoint (written once, cached). */
-function resolveModelDir(arg: unknown): string {
+function resolveModelDir(arg: unknown): { dir: string; name: string } {
   if (typeof arg === 'string' && arg !== '') {
     if (!existsSync(join(arg, 'config.json')))
       throw new UsageError(`--model: ${arg} holds no config.json`);
-    return resolve(arg);
+    return { dir: resolve(arg), name: basename(resolve(arg)) };
   }
-  if (existsSync(join(BUNDLED_MODEL_DIR, 'config.json'))) return BUNDLED_MODEL_DIR;
+  if (existsSync(join(BUNDLED_MODEL_DIR, 'config.json')))
+    return { dir: BUNDLED_MODEL_DIR, name: DEFAULT_MODEL_NAME };
   if (!existsSync(join(RANDOM_MODEL_DIR, 'config.json'))) {
     console.error(
       `moeserve: no bundled model; writing a random tiny checkpoint to ${RANDOM_MODEL_DIR}`,
     );
     writeRandomCheckpoint({ config: PRESETS['tiny']!(), outDir: RANDOM_MODEL_DIR, seed: 0 });
   }
-  return RANDOM_MODEL_DIR;
+  return { dir: RANDOM_MODEL_DIR, name: DEFAULT_MODEL_NAME };
 }
 
 function parserOption(values: Record<string, unknown>, name: string): string | null {
@@ -171,10 +174,15 @@ export const serveCommand: Command = {
     port: { type: 'string', default: '8000', description: 'port to listen on', valueName: 'N' },
     'served-model-name': {
       type: 'string',
-      description: 'the `model` clients send (default: the model directory name)',
+      description:
+        'the `model` clients send (default: the directory name; moeserve-tiny-m3 for the default model)',
       valueName: 'NAME',
     },
-    'api-key': { type: 'string', description: 'require "Authorization: Bearer KEY" on /v1/*' },
+    'api-key': {
+      type: 'string',
+      description: 'require "Authorization: Bearer KEY" on /v1/* and the cache-flush routes',
+      valueName: 'KEY',
+    },
     'max-concurrent-requests': {
       type: 'string',
       default: '256',
@@ -219,7 +227,7 @@ export const serveCommand: Command = {
     'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
   },
   async run(values) {
-    const dir = resolveModelDir(values['model']);
+    const { dir, name } = resolveModelDir(values['model']);
     const parsers = outputParsers({
       reasoning: parserOption(values, 'reasoning-parser'),
       toolCall: parserOption(values, 'tool-call-parser'),
@@ -231,7 +239,7 @@ export const serveCommand: Command = {
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
     });
-    const modelName = (values['served-model-name'] as string | undefined) ?? basename(dir);
+    const modelName = (values['served-model-name'] as string | undefined) ?? name;
     const app = createServer({
       ...serving,
       modelName,

@@ -32,7 +32,7 @@ async function readAll(stream: AsyncIterable<OpenAI.Chat.Completions.ChatComplet
 
 describe('concurrency', () => {
   it('serves 32 concurrent streams, each with its own text', async () => {
-    s = await startTestServer({ engine: { respond, delayMs: 2 } });
+    s = await startTestServer({ engine: { respond, delayMs: 10 } });
     const client = s.client;
     const results = await Promise.all(
       Array.from({ length: 32 }, async (_, i) => {
