@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BenchRequest } from './bench-dataset.js';
 import { runBenchmark, type BenchRunConfig } from './bench-runner.js';
 import type { Script } from './scripted-reply.js';
+import { mean } from './stats.js';
 import { ScriptedServer } from './scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -38,7 +39,23 @@ async function bench(script: Script, over: Partial<BenchRunConfig> = {}) {
   });
 }
 
+// Tolerances leave room for scheduler jitter on a busy 2-core CI machine, yet stay far
+// tighter than the alternatives they rule out (chunk-counted TPOT, ITL without the stall).
 describe('runBenchmark against the scripted server', () => {
+  it('measures TTFT and TPOT as they happened on the wire', async () => {
+    // Warm-up opens the keep-alive connections, so TCP set-up is not part of the comparison.
+    const script: Script = () => ({ ttftMs: 40, itlMs: 8, numTokens: 16 });
+    const { metrics: m } = await bench(script, { warmupRequests: 4 });
+    const wire = (server?.timelines ?? []).slice(4);
+    expect(wire).toHaveLength(8);
+    const ttft = mean(wire.map((t) => (t.chunkMs[0] as number) - t.arrivalMs));
+    const tpot = mean(wire.map((t) => ((t.chunkMs[15] as number) - (t.chunkMs[0] as number)) / 15));
+    // The client starts its clock before the POST leaves, so it sees TTFT a little later.
+    expect(m.ttft.mean - ttft).toBeGreaterThanOrEqual(0);
+    expect(m.ttft.mean - ttft).toBeLessThan(10);
+    expect(Math.abs(m.tpot.mean - tpot)).toBeLessThan(0.3);
+  });
+
   it('measures TTFT, TPOT, ITL and throughput close to the scripted timing', async () => {
     const { metrics: m } = await bench(() => ({ ttftMs: 40, itlMs: 8, numTokens: 16 }));
     expect(m.completed).toBe(8);
@@ -46,12 +63,12 @@ describe('runBenchmark against the scripted server', () => {
     expect(m.totalInputTokens).toBe(80);
     expect(m.totalOutputTokens).toBe(128);
     expect(m.ttft.mean).toBeGreaterThan(39);
-    expect(m.ttft.mean).toBeLessThan(50);
-    expect(Math.abs(m.tpot.mean - 8)).toBeLessThan(1.5);
-    expect(Math.abs(m.itl.median - 8)).toBeLessThan(2);
+    expect(m.ttft.mean).toBeLessThan(40 + 25);
+    expect(Math.abs(m.tpot.mean - 8)).toBeLessThan(2);
+    expect(Math.abs(m.itl.median - 8)).toBeLessThan(2.5);
     expect(m.e2e.mean).toBeGreaterThan(40 + 15 * 8 - 1);
     // Two waves of four requests, each 160 ms long: about 128 tokens / 0.32 s.
-    expect(m.outputThroughput).toBeGreaterThan(400 * 0.8);
+    expect(m.outputThroughput).toBeGreaterThan(400 * 0.75);
     expect(m.outputThroughput).toBeLessThan(400 * 1.05);
     expect(m.concurrency).toBeGreaterThan(3.2);
     expect(m.concurrency).toBeLessThanOrEqual(4);
@@ -67,8 +84,8 @@ describe('runBenchmark against the scripted server', () => {
     }));
     expect(m.totalOutputTokens).toBe(8 * 20);
     // TPOT spreads the 4 chunk gaps over 19 tokens; ITL stays per chunk.
-    expect(Math.abs(m.tpot.mean - (4 * 12) / 19)).toBeLessThan(0.5);
-    expect(Math.abs(m.itl.mean - 12)).toBeLessThan(2);
+    expect(Math.abs(m.tpot.mean - (4 * 12) / 19)).toBeLessThan(1);
+    expect(Math.abs(m.itl.mean - 12)).toBeLessThan(3);
   });
 
   it('applies the vLLM or SGLang first-token convention', async () => {
@@ -103,8 +120,8 @@ describe('runBenchmark against the scripted server', () => {
         : { ttftMs: 5, itlMs: 4, numTokens: 10, stallAfterChunks: 2, stallMs: 2_000 };
     const { metrics: m } = await bench(script, { requests: requests(2), timeoutMs: 500 });
     expect(m.completed).toBe(1);
-    expect(m.itl.max).toBeGreaterThan(120);
-    expect(m.itl.max).toBeLessThan(140);
+    expect(m.itl.max).toBeGreaterThan(110);
+    expect(m.itl.max).toBeLessThan(170);
     expect(m.errors[0]).toMatch(/timed out after 500 ms/);
   });
 

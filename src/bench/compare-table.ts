@@ -148,10 +148,13 @@ export function compareMarkdown(
   const lines = [`# ${arms.map((a) => a.label).join(' vs ')}`, ''];
   lines.push(`Arms: ${runs}. Each cell is the range over runs; best (by mean) in **bold**.`, '');
   for (const w of workloadMismatches(arms)) lines.push(`> warning: ${w}`, '');
-  for (const d of defs) lines.push(...metricTable(arms, points, d));
+  const present = defs.filter((d) =>
+    arms.some((a) => points.some((p) => valuesAt(a, p, d.key).length > 0)),
+  );
+  for (const d of present) lines.push(...metricTable(arms, points, d));
   lines.push(`### Deltas vs ${base.label} (difference of means)`, '');
   lines.push('| Metric | Concurrency | Arm | Δ | Δ % | Verdict |', '|---|---|---|---|---|---|');
-  for (const r of computeDeltas(arms, baseIdx, defs)) {
+  for (const r of computeDeltas(arms, baseIdx, present)) {
     const abs = signed(
       r.abs,
       `${formatValue(r.abs, r.def.unit === 'ms' ? 'ms' : '')} ${r.def.unit}`.trim(),

@@ -22,6 +22,8 @@ export class ScriptedServer {
   readonly requests: ScriptedRequest[] = [];
   /** Server-side span (arrival → end of response) of each finished streamed request, ms. */
   readonly spansMs: number[] = [];
+  /** What actually went on the wire per finished stream (with `keepLog`): the tests' truth. */
+  readonly timelines: StreamTimeline[] = [];
   private nextIndex = 0;
 
   private constructor(
@@ -94,7 +96,10 @@ export class ScriptedServer {
       setTimeout(() => sendJson(res, 200, completeBody(r, req)), wait);
       return;
     }
-    new ScriptedStream(req, r, arrival, res, (span) => this.spansMs.push(span)).begin();
+    new ScriptedStream(req, r, arrival, res, (t) => {
+      this.spansMs.push(t.endMs - t.arrivalMs);
+      if (this.keepLog) this.timelines.push(t);
+    }).begin();
   }
 }
 
@@ -111,10 +116,18 @@ function errorBody(message: string, code: number): unknown {
   return { object: 'error', error: { message, type: 'scripted_error', code } };
 }
 
+/** performance.now() times of one stream: arrival, each text chunk written, the end. */
+export interface StreamTimeline {
+  arrivalMs: number;
+  chunkMs: number[];
+  endMs: number;
+}
+
 /** Streams one scripted reply; chunk k is due at arrival + TTFT + k·ITL (+ stall). */
 class ScriptedStream {
   private readonly pieces: Piece[];
   private readonly chat: boolean;
+  private readonly chunkMs: number[] = [];
   private k = 0;
 
   constructor(
@@ -122,7 +135,7 @@ class ScriptedStream {
     private readonly r: ScriptedReply,
     private readonly arrival: number,
     private readonly res: http.ServerResponse,
-    private readonly onEnd: (spanMs: number) => void,
+    private readonly onEnd: (t: StreamTimeline) => void,
   ) {
     this.pieces = replyPieces(r);
     this.chat = req.path.endsWith('/chat/completions');
@@ -159,6 +172,7 @@ class ScriptedStream {
     if (!piece) return this.finish();
     const delta = piece.reasoning ? { reasoning_content: piece.text } : { content: piece.text };
     this.send(this.k === 0 && !this.r.roleChunk ? { role: 'assistant', ...delta } : delta, null);
+    this.chunkMs.push(performance.now());
     this.k++;
     // Real servers close the stream right after the last token, not one ITL later.
     if (this.k === this.pieces.length) this.finish();
@@ -178,7 +192,7 @@ class ScriptedStream {
     }
     this.res.write('data: [DONE]\n\n');
     this.res.end();
-    this.onEnd(performance.now() - this.arrival);
+    this.onEnd({ arrivalMs: this.arrival, chunkMs: this.chunkMs, endMs: performance.now() });
   }
 
   private envelope(): Record<string, unknown> {
