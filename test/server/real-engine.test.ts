@@ -35,7 +35,7 @@ interface Served {
   close: () => Promise<void>;
 }
 
-async function serve(o: Partial<EngineFactoryOptions> = {}): Promise<Served> {
+async function serve(o: Partial<EngineFactoryOptions> = {}, routed = false): Promise<Served> {
   const serving = await createEngineFromModelDir(DIR, {
     backend: 'cpu',
     maxModelLen: 256,
@@ -47,7 +47,7 @@ async function serve(o: Partial<EngineFactoryOptions> = {}): Promise<Served> {
     tokenizer: idTokenizer,
     chatTemplate: null,
     modelName: 'tiny',
-    options: { processMetrics: false },
+    options: { processMetrics: false, returnRoutedExperts: routed },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -74,7 +74,7 @@ describe.skipIf(!existsSync(DIR))('server over the real engine (tiny MiniMax-M3,
   let chunked: Served;
   let sequential: string[];
   beforeAll(async () => {
-    main = await serve();
+    main = await serve({}, true);
     chunked = await serve({ maxNumBatchedTokens: 5 });
     sequential = [];
     for (const p of prompts) sequential.push((await complete(main, p)).text);
@@ -120,6 +120,25 @@ describe.skipIf(!existsSync(DIR))('server over the real engine (tiny MiniMax-M3,
       expect(r.status).toBe(200);
       expect((await complete(main, p)).cached).toBe(0);
     }
+  });
+
+  it('returns the routed experts of every generated token (top-2 of 8, MoE layers 1-3)', async () => {
+    const r = (await main.client.completions.create({
+      ...greedy,
+      prompt: prompts[2]!,
+      // @ts-expect-error extension field
+      return_routed_experts: true,
+    })) as unknown as { choices: { text: string; routed_experts: Record<string, number[][]> }[] };
+    const routed = r.choices[0]!.routed_experts;
+    expect(Object.keys(routed).sort()).toEqual(['1', '2', '3']);
+    for (const rows of Object.values(routed)) {
+      expect(rows).toHaveLength(10);
+      for (const row of rows) {
+        expect(row).toHaveLength(2);
+        expect(row.every((e) => e >= 0 && e < 8)).toBe(true);
+      }
+    }
+    expect(r.choices[0]!.text).toBe(sequential[2]);
   });
 
   it('streams the same tokens as the non-streaming answer', async () => {
