@@ -79,12 +79,8 @@ async function warmUp(cfg: BenchRunConfig): Promise<void> {
   if (failed) throw new Error(`warm-up request failed: ${failed.error}`);
 }
 
-/** Runs one benchmark (after warm-up) and aggregates its metrics. */
-export async function runBenchmark(
-  cfg: BenchRunConfig,
-  progress?: BenchProgress,
-): Promise<BenchRunResult> {
-  await warmUp(cfg);
+/** Dispatches every request at its arrival offset, behind the concurrency semaphore. */
+async function dispatchAll(cfg: BenchRunConfig, p: BenchProgress): Promise<StreamRecord[]> {
   const offsets = arrivalOffsetsS(
     cfg.requests.length,
     cfg.requestRate,
@@ -92,30 +88,38 @@ export async function runBenchmark(
     new SeededRng(cfg.seed + 1),
   );
   const sem = new Semaphore(cfg.maxConcurrency);
+  const one = async (req: BenchRequest): Promise<StreamRecord> => {
+    await sem.acquire();
+    p.started++;
+    try {
+      const rec = await send(cfg, req, req.outputLen);
+      if (rec.success) p.completed++;
+      else p.failed++;
+      p.outputTokens += rec.outputTokens ?? rec.textTimes.length;
+      return rec;
+    } finally {
+      sem.release();
+    }
+  };
+  const tasks: Promise<StreamRecord>[] = [];
+  for (const [i, req] of cfg.requests.entries()) {
+    const wait = p.startMs + (offsets[i] ?? 0) * 1000 - performance.now();
+    if (wait > 1) await sleep(wait);
+    tasks.push(one(req));
+  }
+  return Promise.all(tasks);
+}
+
+/** Runs one benchmark (after warm-up) and aggregates its metrics. */
+export async function runBenchmark(
+  cfg: BenchRunConfig,
+  progress?: BenchProgress,
+): Promise<BenchRunResult> {
+  await warmUp(cfg);
   const startMs = performance.now();
   const p = progress ?? newProgress();
   Object.assign(p, newProgress(cfg.requests.length, startMs));
-  const tasks: Promise<StreamRecord>[] = [];
-  for (const [i, req] of cfg.requests.entries()) {
-    const wait = startMs + (offsets[i] ?? 0) * 1000 - performance.now();
-    if (wait > 1) await sleep(wait);
-    tasks.push(
-      (async () => {
-        await sem.acquire();
-        p.started++;
-        try {
-          const rec = await send(cfg, req, req.outputLen);
-          if (rec.success) p.completed++;
-          else p.failed++;
-          p.outputTokens += rec.outputTokens ?? rec.textTimes.length;
-          return rec;
-        } finally {
-          sem.release();
-        }
-      })(),
-    );
-  }
-  const records = await Promise.all(tasks);
+  const records = await dispatchAll(cfg, p);
   const durationS = (performance.now() - startMs) / 1000;
   const ok: TimedRequest[] = [];
   const errors: string[] = [];
