@@ -119,7 +119,8 @@ export class ChoiceClock {
     if (count > 0 && this.firstToken === null) this.firstToken = this.gen.elapsed();
   }
 
-  finish(reason: ChoiceFinishReason, completionTokens: number): void {
+  /** `reason` is a finish reason, or "error" for a choice the engine failed. */
+  finish(reason: ChoiceFinishReason | 'error', completionTokens: number): void {
     this.ctx.metrics.choiceDone({
       ttft: this.firstToken,
       e2e: this.gen.elapsed(),

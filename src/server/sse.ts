@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { serverError } from './errors.js';
+import { ApiError, serverError } from './errors.js';
 
 function frame(data: unknown): string {
   return `data: ${JSON.stringify(data)}\n\n`;
@@ -11,7 +11,9 @@ async function* frames(chunks: AsyncIterable<unknown>): AsyncGenerator<string> {
     for await (const chunk of chunks) yield frame(chunk);
   } catch (e) {
     // Headers are out already: report the failure in-band, as OpenAI-compatible servers do.
-    yield frame(serverError(`Internal server error: ${(e as Error).message}`).toBody());
+    const err =
+      e instanceof ApiError ? e : serverError(`Internal server error: ${(e as Error).message}`);
+    yield frame(err.toBody());
   }
   yield 'data: [DONE]\n\n';
 }

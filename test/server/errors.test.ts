@@ -172,6 +172,8 @@ describe('engine failures', () => {
     const e = await expectError('/v1/chat/completions', chat('engine-error'), 500);
     expect(e.error.type).toBe('server_error');
     expect(e.error.message).toMatch(/device lost/);
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    expect(metrics).toMatch(/moeserve_request_finish_total\{finish_reason="error"\} [1-9]/);
   });
 
   it('answers an engine that throws with 500', async () => {

@@ -76,7 +76,10 @@ function startRun(
 function step(run: ChatRun, index: number, ev: ChoiceEvent): ChatChunkChoice[] {
   const builder = run.builders[index]!;
   const clock = run.clocks[index]!;
-  if (ev.type === 'error') throw serverError(ev.message);
+  if (ev.type === 'error') {
+    clock.finish('error', 0);
+    throw serverError(ev.message);
+  }
   if (ev.type === 'delta') {
     clock.tokens(ev.tokens.length);
     const c = builder.delta(ev.text, ev.tokens);

@@ -131,7 +131,10 @@ function step(
   ev: ChoiceEvent,
 ): CompletionChoice | null {
   const c = run.choices[index]!;
-  if (ev.type === 'error') throw serverError(ev.message);
+  if (ev.type === 'error') {
+    c.clock.finish('error', 0);
+    throw serverError(ev.message);
+  }
   if (ev.type === 'delta') {
     c.clock.tokens(ev.tokens.length);
     return c.delta(ctx, req, ev.text, ev.tokens);
