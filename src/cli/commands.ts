@@ -46,4 +46,11 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'generate the tiny model training and held-out data (MiniMax-M3 chat format)',
       load: async () => (await import('./gen-data-command.js')).genDataCommand,
     },
+    worker: {
+      summary: '(internal) one rank of a --tp job, started by the launcher',
+      load: async () => (await import('./worker-command.js')).workerCommand,
+    },
   };
+
+/** Commands left out of the usage text (started by moeserve itself). */
+export const HIDDEN_COMMANDS: ReadonlySet<string> = new Set(['worker']);

@@ -1,8 +1,7 @@
 import { writeFileSync } from 'node:fs';
-import { createBackend } from '../backend/create-backend.js';
-import { loadModel } from '../model/load-model.js';
 import { runForward } from '../model/run-forward.js';
 import { requireString, UsageError, type Command } from './command.js';
+import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
 export function parseIds(text: string): number[] {
   const ids = text.split(',').map((s) => Number(s.trim()));
@@ -16,7 +15,7 @@ export const forwardCommand: Command = {
   name: 'forward',
   summary:
     'Run one full causal forward pass and write the logits of every position and the routed experts of every MoE layer as JSON.',
-  usage: '--model DIR --ids 1,2,3 --out FILE',
+  usage: '--model DIR --ids 1,2,3 --out FILE [--tp N [--ep] [--sp]]',
   options: {
     model: {
       type: 'string',
@@ -30,19 +29,24 @@ export const forwardCommand: Command = {
       type: 'boolean',
       description: 'run the shared expert as routed expert id E (seed 002)',
     },
+    ...PARALLEL_OPTIONS,
   },
   async run(values) {
-    const model = loadModel(requireString(values, 'model'), {
-      backend: await createBackend(String(values['backend'])),
+    const opened = await openModel(values, {
+      modelDir: requireString(values, 'model'),
+      backend: String(values['backend']),
       fuseSharedExperts: values['fuse-shared-experts'] === true,
     });
+    if (!opened) return; // another host's ranks of a multi-host job
     const ids = parseIds(requireString(values, 'ids'));
-    if (ids.some((id) => id >= model.cfg.vocabSize))
-      throw new UsageError(`--ids: token id outside the vocabulary of ${model.cfg.vocabSize}`);
-    const result = await runForward(model, ids);
-    const json = JSON.stringify({ logits: result.logits, routed_experts: result.routedExperts });
     const out = requireString(values, 'out');
-    if (out === '-') process.stdout.write(json + '\n');
-    else writeFileSync(out, json);
+    await withModel(opened, async (model) => {
+      if (ids.some((id) => id >= model.cfg.vocabSize))
+        throw new UsageError(`--ids: token id outside the vocabulary of ${model.cfg.vocabSize}`);
+      const result = await runForward(model, ids);
+      const json = JSON.stringify({ logits: result.logits, routed_experts: result.routedExperts });
+      if (out === '-') process.stdout.write(json + '\n');
+      else writeFileSync(out, json);
+    });
   },
 };

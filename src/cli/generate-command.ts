@@ -1,8 +1,7 @@
-import { createBackend } from '../backend/create-backend.js';
 import { argmax, generateTokens } from '../model/generate.js';
-import { loadModel } from '../model/load-model.js';
 import { intOption, numberOption, requireString, type Command } from './command.js';
 import { parseIds } from './forward-command.js';
+import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
 /** A seeded sampler (mulberry32) over softmax(logits / temperature); temperature 0 = greedy. */
 function makePicker(temperature: number, seed: number): (logits: Float32Array) => number {
@@ -28,7 +27,7 @@ export const generateCommand: Command = {
   name: 'generate',
   summary:
     'Decode token by token through the KV cache, greedily or with seeded sampling; prints the generated ids.',
-  usage: '--model DIR --ids 1,2,3 --max-tokens N',
+  usage: '--model DIR --ids 1,2,3 --max-tokens N [--tp N [--ep] [--sp]]',
   options: {
     model: { type: 'string', description: 'checkpoint directory', valueName: 'DIR' },
     ids: { type: 'string', description: 'comma-separated prompt token ids', valueName: 'IDS' },
@@ -43,23 +42,29 @@ export const generateCommand: Command = {
     'ignore-eos': { type: 'boolean', description: 'do not stop at the EOS token' },
     backend: { type: 'string', default: 'cpu', description: 'cpu or cuda' },
     json: { type: 'boolean', description: 'print {"ids": [...], "time_ms": ...} as JSON' },
+    ...PARALLEL_OPTIONS,
   },
   async run(values) {
-    const model = loadModel(requireString(values, 'model'), {
-      backend: await createBackend(String(values['backend'])),
-    });
     const prompt = parseIds(requireString(values, 'ids'));
-    const start = performance.now();
-    const out: number[] = [];
-    for await (const tok of generateTokens(model, prompt, {
-      maxTokens: intOption(values, 'max-tokens', 16),
-      eosTokenIds: values['ignore-eos'] ? [] : model.cfg.eosTokenIds,
-      pick: makePicker(numberOption(values, 'temperature', 0), intOption(values, 'seed', 0)),
-    })) {
-      out.push(tok.tokenId);
-    }
-    const ms = performance.now() - start;
-    if (values['json']) console.log(JSON.stringify({ ids: out, time_ms: ms }));
-    else console.log(out.join(','));
+    const opened = await openModel(values, {
+      modelDir: requireString(values, 'model'),
+      backend: String(values['backend']),
+      fuseSharedExperts: false,
+    });
+    if (!opened) return; // another host's ranks of a multi-host job
+    await withModel(opened, async (model) => {
+      const start = performance.now();
+      const out: number[] = [];
+      for await (const tok of generateTokens(model, prompt, {
+        maxTokens: intOption(values, 'max-tokens', 16),
+        eosTokenIds: values['ignore-eos'] ? [] : model.cfg.eosTokenIds,
+        pick: makePicker(numberOption(values, 'temperature', 0), intOption(values, 'seed', 0)),
+      })) {
+        out.push(tok.tokenId);
+      }
+      const ms = performance.now() - start;
+      if (values['json']) console.log(JSON.stringify({ ids: out, time_ms: ms }));
+      else console.log(out.join(','));
+    });
   },
 };

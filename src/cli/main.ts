@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-import { COMMANDS } from './commands.js';
+import { COMMANDS, HIDDEN_COMMANDS } from './commands.js';
 import { runCommand, UsageError } from './command.js';
 
 function usage(): string {
   const lines = ['usage: moeserve <command> [options]', '', 'Commands:'];
-  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(16)} ${c.summary}`);
+  for (const [name, c] of Object.entries(COMMANDS))
+    if (!HIDDEN_COMMANDS.has(name)) lines.push(`  ${name.padEnd(16)} ${c.summary}`);
   lines.push('', 'Run `moeserve <command> --help` for the options of one command.');
   return lines.join('\n');
 }

@@ -64,10 +64,12 @@ export class FramedSocket {
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
-  /** Ends the connection without reporting it as lost. */
+  /** Ends the connection (after flushing what was sent) without reporting it as lost. */
   close(): void {
+    if (this.closing) return;
     this.closing = true;
-    this.socket.destroy();
+    this.socket.end();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 
   get lost(): boolean {

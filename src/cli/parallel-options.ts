@@ -1,0 +1,147 @@
+import type { ForwardModel } from '../model/forward-model.js';
+import { loadModel } from '../model/load-model.js';
+import { createBackend } from '../backend/create-backend.js';
+import {
+  ALLREDUCE_FUSION_MODES,
+  formatPlacementTable,
+  parseAllReduceFusion,
+} from '../parallel/allreduce-placement.js';
+import { launchRankGroup, superviseNode } from '../parallel/launch/launch-group.js';
+import type { RankSpec } from '../parallel/launch/step-messages.js';
+import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
+
+/** The parallel-layout and launch flags every model command takes (torchrun's names). */
+export const PARALLEL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  tp: {
+    type: 'string',
+    default: '1',
+    description: 'tensor-parallel ranks (processes)',
+    valueName: 'N',
+  },
+  ep: { type: 'boolean', description: 'expert parallelism: whole experts split over the ranks' },
+  sp: { type: 'boolean', description: 'sequence parallelism: residual stream sharded by token' },
+  'allreduce-fusion': {
+    type: 'string',
+    default: 'dense',
+    description: `defer FFN all-reduces into the next norm: ${ALLREDUCE_FUSION_MODES.join('|')}`,
+    valueName: 'MODE',
+  },
+  comm: {
+    type: 'string',
+    description: 'communicator: cpu or nccl (default: by backend)',
+    valueName: 'C',
+  },
+  nnodes: { type: 'string', default: '1', description: 'hosts in the job', valueName: 'N' },
+  'node-rank': {
+    type: 'string',
+    default: '0',
+    description: 'this host (0 runs rank 0)',
+    valueName: 'K',
+  },
+  'master-addr': {
+    type: 'string',
+    default: '127.0.0.1',
+    description: 'address of host 0 for the rendezvous',
+    valueName: 'HOST',
+  },
+  'master-port': {
+    type: 'string',
+    default: '0',
+    description: 'rendezvous port (0: pick one; one host only)',
+    valueName: 'PORT',
+  },
+  'rendezvous-timeout': {
+    type: 'string',
+    default: '300',
+    description: 'seconds to wait for every rank to join',
+    valueName: 'S',
+  },
+};
+
+export interface ModelCommandOptions {
+  readonly modelDir: string;
+  readonly backend: string;
+  readonly fuseSharedExperts: boolean;
+}
+
+/** A model for one rank or, with --tp > 1, rank 0 of a launched group; `close` ends it. */
+export interface OpenedModel {
+  readonly model: ForwardModel;
+  close(): Promise<void>;
+  /** After an error: kill every rank (no-op on one rank). */
+  abort(): Promise<void>;
+}
+
+export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOptions): RankSpec {
+  const tp = intOption(values, 'tp', 1);
+  if (tp < 1) throw new UsageError('--tp must be at least 1');
+  const comm = values['comm'] ?? (m.backend === 'cuda' ? 'nccl' : 'cpu');
+  if (comm !== 'cpu' && comm !== 'nccl') throw new UsageError('--comm must be cpu or nccl');
+  let allReduceFusion;
+  try {
+    allReduceFusion = parseAllReduceFusion(String(values['allreduce-fusion'] ?? 'dense'));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  return {
+    modelDir: m.modelDir,
+    backend: m.backend,
+    comm,
+    tp,
+    ep: values['ep'] === true,
+    sp: values['sp'] === true,
+    allReduceFusion,
+    fuseSharedExperts: m.fuseSharedExperts,
+  };
+}
+
+/**
+ * Opens the model the flags describe. On a host other than 0 (--node-rank > 0) there is no
+ * model here: this host's ranks are started and supervised, and null is returned once they
+ * have exited.
+ */
+export async function openModel(
+  values: Record<string, unknown>,
+  m: ModelCommandOptions,
+): Promise<OpenedModel | null> {
+  const spec = rankSpecFrom(values, m);
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  if (spec.tp === 1) {
+    const model = loadModel(spec.modelDir, {
+      backend: await createBackend(spec.backend),
+      fuseSharedExperts: spec.fuseSharedExperts,
+      allReduceFusion: spec.allReduceFusion,
+    });
+    return { model, close: async () => {}, abort: async () => {} };
+  }
+  const launch = {
+    spec,
+    nnodes: intOption(values, 'nnodes', 1),
+    nodeRank: intOption(values, 'node-rank', 0),
+    masterAddr: String(values['master-addr'] ?? '127.0.0.1'),
+    masterPort: intOption(values, 'master-port', 0),
+    rendezvousTimeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
+    log,
+  };
+  if (launch.nodeRank > 0) {
+    await superviseNode(launch);
+    return null;
+  }
+  const driver = await launchRankGroup(launch);
+  log(formatPlacementTable(driver.model.placement, driver.model.layout, spec.allReduceFusion));
+  return { model: driver, close: () => driver.close(), abort: () => driver.abort() };
+}
+
+/** Runs `fn` on the opened model, closing the group afterwards (and killing it on error). */
+export async function withModel(
+  opened: OpenedModel,
+  fn: (model: ForwardModel) => Promise<void>,
+): Promise<void> {
+  try {
+    await fn(opened.model);
+  } catch (e) {
+    await opened.abort();
+    throw e;
+  }
+  await opened.close();
+}

@@ -1,0 +1,77 @@
+import { runRankWorker } from '../parallel/launch/rank-worker.js';
+import { formGroupAsWorker } from '../parallel/transport/process-group.js';
+import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
+
+/**
+ * `moeserve worker` (hidden): one rank of a multi-process job, started by the launcher of
+ * `forward`/`generate`/`serve --tp N`. It joins the rendezvous, then does what rank 0's step
+ * messages say. It exits when its launcher goes away (its stdin closes) or rank 0 does.
+ */
+export const workerCommand: Command = {
+  name: 'worker',
+  summary: '(internal) one rank of a --tp job, started by the launcher',
+  usage: '--rank R --world-size W --master-addr HOST --master-port PORT',
+  options: {
+    rank: { type: 'string', description: 'global rank', valueName: 'R' },
+    'world-size': { type: 'string', description: 'number of ranks', valueName: 'W' },
+    'master-addr': { type: 'string', description: 'rank 0 host', valueName: 'HOST' },
+    'master-port': { type: 'string', description: 'rendezvous port', valueName: 'PORT' },
+    'bind-host': {
+      type: 'string',
+      default: '127.0.0.1',
+      description: 'interface for the data listener',
+      valueName: 'HOST',
+    },
+    'rendezvous-timeout': {
+      type: 'string',
+      default: '300',
+      description: 'seconds to wait for the group to form',
+      valueName: 'S',
+    },
+  },
+  async run(values) {
+    const rank = intOption(values, 'rank', -1);
+    const worldSize = intOption(values, 'world-size', 0);
+    if (rank < 1 || rank >= worldSize)
+      throw new UsageError(`--rank must be in 1..${worldSize - 1} (rank 0 is the launcher)`);
+    const unwatch = watchLauncher(rank);
+    try {
+      const group = await formGroupAsWorker(rank, {
+        worldSize,
+        masterAddr: requireString(values, 'master-addr'),
+        masterPort: intOption(values, 'master-port', 0),
+        bindHost: String(values['bind-host']),
+        timeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
+      });
+      await runRankWorker(group, { failAtStep: injectedFault(rank) });
+    } catch (e) {
+      throw new Error(`rank ${rank}: ${(e as Error).message}`);
+    } finally {
+      unwatch();
+    }
+  },
+};
+
+/** Exits when the launcher's end of our stdin closes (it exited or was killed). */
+function watchLauncher(rank: number): () => void {
+  const gone = (): void => {
+    console.error(`moeserve: rank ${rank}: the launcher went away, exiting`);
+    process.exit(1);
+  };
+  process.stdin.on('end', gone);
+  process.stdin.on('error', gone);
+  process.stdin.resume();
+  return () => {
+    process.stdin.off('end', gone);
+    process.stdin.off('error', gone);
+    process.stdin.destroy();
+  };
+}
+
+/** MOESERVE_FAULT_INJECT="rank=R,step=S": rank R throws while handling forward step S (tests). */
+function injectedFault(rank: number): number | undefined {
+  const spec = process.env['MOESERVE_FAULT_INJECT'];
+  if (!spec) return undefined;
+  const kv = Object.fromEntries(spec.split(',').map((p) => p.split('=') as [string, string]));
+  return Number(kv['rank']) === rank ? Number(kv['step'] ?? 0) : undefined;
+}

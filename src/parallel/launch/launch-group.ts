@@ -1,0 +1,136 @@
+import {
+  closeGroup,
+  formGroupAsRank0,
+  openMaster,
+  type GroupConfig,
+  type ProcessGroup,
+} from '../transport/process-group.js';
+import { CONTROL } from '../transport/rendezvous.js';
+import { FailureWatch } from './failure-watch.js';
+import { LocalWorkers } from './local-workers.js';
+import { RankGroupDriver, watchControl } from './rank-group-driver.js';
+import { createRankRuntime, rendezvousPayload } from './rank-runtime.js';
+import { encodeStep, type RankSpec } from './step-messages.js';
+
+/** torchrun-style placement of the ranks over hosts. */
+export interface LaunchOptions {
+  readonly spec: RankSpec;
+  readonly nnodes: number;
+  readonly nodeRank: number;
+  readonly masterAddr: string;
+  /** 0 picks a free port (one host only). */
+  readonly masterPort: number;
+  readonly rendezvousTimeoutMs: number;
+  /** Where progress and the workers' stderr go. */
+  readonly log: (line: string) => void;
+  /** Extra environment for the workers (tests inject faults with it). */
+  readonly workerEnv?: Readonly<Record<string, string>>;
+}
+
+/** The global ranks host `nodeRank` runs. */
+export function ranksOfNode(o: Pick<LaunchOptions, 'spec' | 'nnodes' | 'nodeRank'>): number[] {
+  const W = o.spec.tp;
+  if (W % o.nnodes !== 0) throw new Error(`tp=${W} is not divisible by --nnodes ${o.nnodes}`);
+  const perNode = W / o.nnodes;
+  return Array.from({ length: perNode }, (_, i) => o.nodeRank * perNode + i);
+}
+
+/**
+ * Rank 0 on host 0: opens the rendezvous, starts this host's other ranks as `moeserve worker`
+ * processes, forms the group (handing out the NCCL unique id when NCCL is used), tells every
+ * rank to load its shard, loads its own, and returns the driver once all are ready. Any rank
+ * failing on the way fails this call with that rank's error, after killing this host's ranks.
+ */
+export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver> {
+  const watch = new FailureWatch();
+  const workers = new LocalWorkers(watch, o.log);
+  const cfg = groupConfig(o);
+  const master = await openMaster(cfg);
+  const port = master.port;
+  let group: ProcessGroup | null = null;
+  try {
+    for (const rank of ranksOfNode(o).slice(1)) workers.start(workerLaunch(o, rank, port));
+    const payload = await rendezvousPayload(o.spec);
+    group = await watch.race(formGroupAsRank0(master, { ...cfg, masterPort: port }, payload));
+    const ready = watchControl(group.control, watch);
+    const init = encodeStep({ kind: 'init', spec: o.spec });
+    for (const c of group.control) c?.send(CONTROL.step, 0, init);
+    const rt = await watch.race(createRankRuntime(o.spec, group));
+    await watch.race(ready);
+    const pids = [...workers.pids].map(([r, pid]) => `rank ${r} pid ${pid}`);
+    o.log(`ranks ready: rank 0 pid ${process.pid}${pids.length ? `, ${pids.join(', ')}` : ''}`);
+    return new RankGroupDriver(rt.model, rt.comm, group, watch, workers);
+  } catch (e) {
+    const err = await watch.explain(e);
+    watch.stop();
+    master.close();
+    if (group) closeGroup(group);
+    await workers.kill();
+    throw err;
+  }
+}
+
+/**
+ * Any host but the first: starts its ranks and waits for them. They meet rank 0 at the
+ * master address; when one of them fails, the others on this host are killed and this
+ * rejects with the failure.
+ */
+export async function superviseNode(o: LaunchOptions): Promise<void> {
+  const watch = new FailureWatch();
+  const workers = new LocalWorkers(watch, o.log);
+  const ranks = ranksOfNode(o);
+  for (const rank of ranks) workers.start(workerLaunch(o, rank, o.masterPort));
+  o.log(`node ${o.nodeRank}: ranks ${ranks.join(', ')} started`);
+  try {
+    await watch.race(workers.shutdown(0x7fffffff));
+  } catch (e) {
+    watch.stop();
+    await workers.kill();
+    throw e;
+  }
+}
+
+function groupConfig(o: LaunchOptions): GroupConfig {
+  if (o.nnodes > 1 && o.masterPort === 0)
+    throw new Error('--master-port is needed when the job spans several hosts');
+  return {
+    worldSize: o.spec.tp,
+    masterAddr: o.masterAddr,
+    masterPort: o.masterPort,
+    bindHost: o.nnodes > 1 ? '0.0.0.0' : '127.0.0.1',
+    timeoutMs: o.rendezvousTimeoutMs,
+  };
+}
+
+function workerLaunch(o: LaunchOptions, rank: number, port: number) {
+  const cfg = groupConfig(o);
+  const args = [
+    '--rank',
+    String(rank),
+    '--world-size',
+    String(o.spec.tp),
+    '--master-addr',
+    o.masterAddr,
+    '--master-port',
+    String(port),
+    '--bind-host',
+    cfg.bindHost,
+    '--rendezvous-timeout',
+    String(o.rendezvousTimeoutMs / 1000),
+  ];
+  const env: Record<string, string> = { ...o.workerEnv };
+  const local = rank % (o.spec.tp / o.nnodes);
+  if (o.spec.backend === 'cuda') env['CUDA_VISIBLE_DEVICES'] = visibleDevice(local);
+  return { rank, args, env };
+}
+
+/** The one GPU a host's local rank `i` uses, as CUDA_VISIBLE_DEVICES for its process. */
+function visibleDevice(i: number): string {
+  const list = process.env['CUDA_VISIBLE_DEVICES'];
+  if (!list) return String(i);
+  const ids = list.split(',').filter((s) => s.trim() !== '');
+  const id = ids[i];
+  if (id === undefined)
+    throw new Error(`CUDA_VISIBLE_DEVICES=${list} has no device for local rank ${i}`);
+  return id.trim();
+}

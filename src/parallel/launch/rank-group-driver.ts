@@ -1,0 +1,114 @@
+import type { ForwardBatch } from '../../backend/forward-batch.js';
+import type { ModelConfig } from '../../config/model-config.js';
+import type { ForwardModel } from '../../model/forward-model.js';
+import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
+import type { ForwardOutput, MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
+import type { FramedSocket } from '../transport/framed-socket.js';
+import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
+import { CONTROL } from '../transport/rendezvous.js';
+import type { FailureWatch } from './failure-watch.js';
+import type { LocalWorkers } from './local-workers.js';
+import type { ClosableCommunicator } from './rank-runtime.js';
+import { decodeStatus, encodeStep, type StepMessage } from './step-messages.js';
+
+/**
+ * Rank 0 of a group, seen as one model: every call is sent to the other ranks as a typed step
+ * message, then run on rank 0's own shard, whose collectives meet theirs. Any rank's failure
+ * fails the call with an error naming that rank; `abort` then tears the group down.
+ */
+export class RankGroupDriver implements ForwardModel {
+  private readonly cacheIds = new WeakMap<KvCache, number>();
+  private nextCacheId = 0;
+  private nextStepId = 0;
+  private closed = false;
+
+  constructor(
+    readonly model: MiniMaxM3Model,
+    private readonly comm: ClosableCommunicator,
+    private readonly group: ProcessGroup,
+    private readonly watch: FailureWatch,
+    private readonly workers: LocalWorkers,
+  ) {}
+
+  get cfg(): ModelConfig {
+    return this.model.cfg;
+  }
+
+  allocKv(numPages: number, pageSize: number): KvCache {
+    const cacheId = this.nextCacheId++;
+    this.send({ kind: 'alloc-kv', cacheId, numPages, pageSize });
+    const kv = this.model.allocKv(numPages, pageSize);
+    this.cacheIds.set(kv, cacheId);
+    return kv;
+  }
+
+  freeKv(kv: KvCache): void {
+    const cacheId = this.cacheIds.get(kv);
+    if (cacheId === undefined) return;
+    this.send({ kind: 'free-kv', cacheId });
+    freeKvCache(this.model.backend, kv);
+  }
+
+  async forward(batch: ForwardBatch, kv: KvCache): Promise<ForwardOutput> {
+    const cacheId = this.cacheIds.get(kv);
+    if (cacheId === undefined)
+      throw new Error('forward: this KV cache was not allocated by the group');
+    try {
+      this.send({ kind: 'forward', cacheId, stepId: this.nextStepId++, batch });
+      return await this.watch.race(this.model.forward(batch, kv));
+    } catch (e) {
+      throw await this.watch.explain(e);
+    }
+  }
+
+  /** Orderly end: every rank is told to shut down and exits; then the connections close. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.watch.failure) this.send({ kind: 'shutdown' });
+    this.watch.stop();
+    await this.workers.shutdown();
+    this.comm.close();
+    closeGroup(this.group);
+  }
+
+  /** After a failure: kill this host's workers and drop every connection (the others exit). */
+  async abort(): Promise<void> {
+    this.closed = true;
+    this.watch.stop();
+    this.comm.close();
+    closeGroup(this.group);
+    await this.workers.kill();
+  }
+
+  private send(m: StepMessage): void {
+    if (this.watch.failure) throw this.watch.failure;
+    const bytes = encodeStep(m);
+    for (const c of this.group.control) c?.send(CONTROL.step, 0, bytes);
+  }
+}
+
+/**
+ * Reads every rank's status frames in the background: a "failed" status or a lost control
+ * connection is reported to the watch. Resolves when every rank has said "ready".
+ */
+export function watchControl(
+  control: readonly (FramedSocket | null)[],
+  watch: FailureWatch,
+): Promise<void> {
+  const ready = control.map((c, rank) => {
+    if (!c) return undefined;
+    return new Promise<void>((resolve) => {
+      void (async () => {
+        for (;;) {
+          const f = await c.next();
+          if (f.kind !== CONTROL.status) continue;
+          const s = decodeStatus(f.payload);
+          if (s.kind === 'ready') resolve();
+          else watch.report(s.rank, s.secondary ? 'connection' : 'status', s.message);
+        }
+      })().catch((e: Error) => watch.report(rank, 'connection', e.message));
+    });
+  });
+  return Promise.all(ready).then(() => undefined);
+}

@@ -1,0 +1,58 @@
+import type { Backend } from '../../backend/backend.js';
+import { createBackend } from '../../backend/create-backend.js';
+import { loadModel } from '../../model/load-model.js';
+import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
+import type { Communicator } from '../communicator.js';
+import { CpuCommunicator } from '../cpu/cpu-communicator.js';
+import type { ProcessGroup } from '../transport/process-group.js';
+import type { RankSpec } from './step-messages.js';
+
+/** A communicator this rank can close when the job ends. */
+export type ClosableCommunicator = Communicator & { close(): void };
+
+/** One rank's loaded share of the model and its communicator. */
+export interface RankRuntime {
+  readonly model: MiniMaxM3Model;
+  readonly comm: ClosableCommunicator;
+}
+
+/**
+ * Builds this rank's backend and communicator (CPU over the group's TCP mesh, or NCCL from
+ * the unique id rank 0 handed out in the rendezvous) and loads its slice of the checkpoint.
+ */
+export async function createRankRuntime(spec: RankSpec, group: ProcessGroup): Promise<RankRuntime> {
+  const backend = await createBackend(spec.backend);
+  const comm = await createCommunicator(spec, group, backend);
+  const model = loadModel(spec.modelDir, {
+    backend,
+    comm,
+    parallel: { tpRank: group.rank, tpSize: spec.tp, ep: spec.ep, sp: spec.sp },
+    allReduceFusion: spec.allReduceFusion,
+    fuseSharedExperts: spec.fuseSharedExperts,
+  });
+  return { model, comm };
+}
+
+async function createCommunicator(
+  spec: RankSpec,
+  group: ProcessGroup,
+  backend: Backend,
+): Promise<ClosableCommunicator> {
+  if (group.worldSize !== spec.tp)
+    throw new Error(`the group has ${group.worldSize} ranks, the layout needs tp=${spec.tp}`);
+  if (spec.comm === 'cpu') {
+    if (backend.name !== 'cpu')
+      throw new Error('--comm cpu moves CPU tensors; use --comm nccl on GPUs');
+    return new CpuCommunicator(group.rank, group.peers);
+  }
+  // Loaded only when selected, so nothing else needs libnccl.
+  const { createNcclCommunicator } = await import('../nccl/nccl-communicator.js');
+  return createNcclCommunicator(group.rank, group.worldSize, group.table.payload, backend);
+}
+
+/** Rank 0, before the rendezvous: the NCCL unique id to hand out, or nothing. */
+export async function rendezvousPayload(spec: RankSpec): Promise<Uint8Array> {
+  if (spec.comm !== 'nccl') return new Uint8Array(0);
+  const { ncclUniqueId } = await import('../nccl/nccl-communicator.js');
+  return ncclUniqueId();
+}

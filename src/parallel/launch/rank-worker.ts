@@ -1,0 +1,74 @@
+import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
+import { PeerLostError } from '../transport/framed-socket.js';
+import { CONTROL } from '../transport/rendezvous.js';
+import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
+import { createRankRuntime, type RankRuntime } from './rank-runtime.js';
+import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
+
+export interface RankWorkerOptions {
+  /** Test hook: throw while handling this forward step (0-based). */
+  readonly failAtStep?: number;
+}
+
+/**
+ * The loop of every rank but 0: wait for rank 0's typed step messages on the control channel
+ * and execute them in order (load, allocate KV pages, run a forward step whose collectives
+ * meet rank 0's, free pages, shut down). Errors are reported to rank 0 as a "failed" status
+ * naming this rank, then rethrown so the process exits non-zero.
+ */
+export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = {}): Promise<void> {
+  const control = group.control[0]!;
+  let rt: RankRuntime | null = null;
+  const caches = new Map<number, KvCache>();
+  let steps = 0;
+  try {
+    for (;;) {
+      const frame = await control.next();
+      if (frame.kind !== CONTROL.step) throw new Error(`unexpected control frame ${frame.kind}`);
+      const msg: StepMessage = decodeStep(frame.payload);
+      switch (msg.kind) {
+        case 'init':
+          rt = await createRankRuntime(msg.spec, group);
+          control.send(CONTROL.status, 0, encodeStatus({ kind: 'ready', rank: group.rank }));
+          break;
+        case 'alloc-kv':
+          caches.set(msg.cacheId, loaded(rt).model.allocKv(msg.numPages, msg.pageSize));
+          break;
+        case 'forward': {
+          if (o.failAtStep === steps) throw new Error(`injected fault at step ${steps}`);
+          steps++;
+          const kv = caches.get(msg.cacheId);
+          if (!kv) throw new Error(`step ${msg.stepId}: unknown KV cache ${msg.cacheId}`);
+          await loaded(rt).model.forward(msg.batch, kv);
+          break;
+        }
+        case 'free-kv': {
+          const kv = caches.get(msg.cacheId);
+          if (kv) freeKvCache(loaded(rt).model.backend, kv);
+          caches.delete(msg.cacheId);
+          break;
+        }
+        case 'shutdown':
+          return;
+      }
+    }
+  } catch (e) {
+    const message = (e as Error).message;
+    const secondary = e instanceof PeerLostError;
+    if (!control.lost)
+      control.send(
+        CONTROL.status,
+        0,
+        encodeStatus({ kind: 'failed', rank: group.rank, message, secondary }),
+      );
+    throw e;
+  } finally {
+    rt?.comm.close();
+    closeGroup(group);
+  }
+}
+
+function loaded(rt: RankRuntime | null): RankRuntime {
+  if (!rt) throw new Error('step message before init');
+  return rt;
+}

@@ -1,0 +1,163 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
+import { argmax, generateTokens } from '../../src/model/generate.js';
+import { compareGolden, type GoldenExpect } from '../../src/model/golden-compare.js';
+import { loadModel } from '../../src/model/load-model.js';
+import { goldenCase } from '../golden-dir.js';
+
+/** `moeserve <args>` as a child process, with its stderr collected as it arrives. */
+interface Cli {
+  readonly child: ChildProcess;
+  stderr: string;
+  stdout: string;
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+}
+
+const running: Cli[] = [];
+afterEach(() => {
+  for (const c of running.splice(0)) c.child.kill('SIGKILL');
+});
+
+function cli(args: string[], env: Record<string, string> = {}): Cli {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  const c: Cli = {
+    child,
+    stderr: '',
+    stdout: '',
+    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
+  };
+  child.stderr!.on('data', (b: Buffer) => (c.stderr += b.toString()));
+  child.stdout!.on('data', (b: Buffer) => (c.stdout += b.toString()));
+  running.push(c);
+  return c;
+}
+
+/** Waits for the launcher's "ranks ready" line; returns the pid of each rank. */
+async function rankPids(c: Cli, timeoutMs = 30_000): Promise<Map<number, number>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = /ranks ready: (.*)/.exec(c.stderr);
+    if (m) {
+      const pids = new Map<number, number>();
+      for (const x of m[1]!.matchAll(/rank (\d+) pid (\d+)/g)) pids.set(Number(x[1]), Number(x[2]));
+      return pids;
+    }
+    if (Date.now() > deadline || c.child.exitCode !== null)
+      throw new Error(`no "ranks ready" line; stderr:\n${c.stderr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** True while the process exists and is not a zombie. */
+function alive(pid: number): boolean {
+  const stat = `/proc/${pid}/stat`;
+  if (!existsSync(stat)) return false;
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(stat, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+async function allGone(pids: Iterable<number>, timeoutMs = 10_000): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  let left = [...pids].filter(alive);
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = left.filter(alive);
+  }
+  return left;
+}
+
+const TINY_MOE = goldenCase('tiny-moe');
+const longGenerate = (tp: number): string[] =>
+  [
+    'generate',
+    '--model',
+    TINY_MOE,
+    '--ids',
+    '1,2,3,4,5',
+    '--max-tokens',
+    '4000',
+    '--ignore-eos',
+  ].concat(['--tp', String(tp)]);
+
+describe('moeserve --tp N: one process per rank', () => {
+  it('forward --tp 2 --ep --sp reproduces the golden case through worker processes', async () => {
+    const exp = JSON.parse(readFileSync(join(TINY_MOE, 'expect.json'), 'utf8')) as GoldenExpect;
+    const out = join(mkdtempSync(join(tmpdir(), 'moeserve-tp-')), 'out.json');
+    const c = cli(
+      ['forward', '--model', TINY_MOE, '--ids', exp.ids.join(','), '--out', out].concat([
+        '--tp',
+        '2',
+        '--ep',
+        '--sp',
+      ]),
+    );
+    expect((await c.exited).code, c.stderr).toBe(0);
+    expect(c.stderr).toMatch(/FFN reduction placement \(tp=2 ep sp/);
+    const got = JSON.parse(readFileSync(out, 'utf8')) as {
+      logits: number[][];
+      routed_experts: Record<string, number[][]>;
+    };
+    expect(
+      compareGolden(exp, { logits: got.logits, routedExperts: got.routed_experts }).problems,
+    ).toEqual([]);
+  });
+
+  it('generate --tp 4 --ep --sp decodes the same tokens as one rank', async () => {
+    const model = loadModel(TINY_MOE, { backend: new CpuBackend() });
+    const want: number[] = [];
+    for await (const t of generateTokens(model, [1, 2, 3, 4, 5], {
+      maxTokens: 10,
+      eosTokenIds: [],
+      pick: argmax,
+    }))
+      want.push(t.tokenId);
+    const c = cli(
+      ['generate', '--model', TINY_MOE, '--ids', '1,2,3,4,5', '--max-tokens', '10'].concat([
+        '--ignore-eos',
+        '--tp',
+        '4',
+        '--ep',
+        '--sp',
+      ]),
+    );
+    expect((await c.exited).code, c.stderr).toBe(0);
+    expect(c.stdout.trim()).toBe(want.join(','));
+  });
+
+  it('a rank that throws stops every rank, with a message naming it and its error', async () => {
+    const c = cli(longGenerate(4), { MOESERVE_FAULT_INJECT: 'rank=2,step=3' });
+    const pids = await rankPids(c);
+    const { code } = await c.exited;
+    expect(code).toBe(1);
+    expect(c.stderr).toMatch(/rank 2 failed: injected fault at step 3/);
+    expect(await allGone(pids.values())).toEqual([]);
+  });
+
+  it('a worker killed with SIGKILL stops rank 0 and the other workers', async () => {
+    const c = cli(longGenerate(4));
+    const pids = await rankPids(c);
+    process.kill(pids.get(1)!, 'SIGKILL');
+    const { code } = await c.exited;
+    expect(code).toBe(1);
+    expect(c.stderr).toMatch(/rank 1 failed: was killed by SIGKILL/);
+    expect(await allGone(pids.values())).toEqual([]);
+  });
+
+  it('the workers exit when rank 0 is killed with SIGKILL', async () => {
+    const c = cli(longGenerate(2));
+    const pids = await rankPids(c);
+    c.child.kill('SIGKILL');
+    await c.exited;
+    expect(await allGone(pids.values())).toEqual([]);
+  });
+});
