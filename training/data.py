@@ -26,11 +26,14 @@ def _plain_pieces(texts):
 
 
 def train_tokenizer(texts, vocab_size):
-    """A byte-level BPE (HF tokenizers) with the M3 control tokens as added tokens."""
+    """A byte-level BPE (HF tokenizers) with the M3 control tokens as added tokens. Digits are
+    split one by one, so every number is spelled the same way for the arithmetic."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -183,6 +183,8 @@ def pick_reference(args, model32, model64, tok, items, eot_id, log, out):
         if best is None or score > best[2]:
             best = (ref, diag, score)
     ref, diag, _ = best
+    texts = [it["prompt"] for it in items[:1]] + ["Ça coûte 1234,5 € — 東京!\n\n  x  <mm:think>7 * 8 = 56.</mm:think>#### 56[e~["]
+    ref["tokenizer_check"] = [{"text": t, "ids": tok.encode_batch([t])[0].ids} for t in texts]
     ref["notes"] = "moeserve-tiny-m3: float64 forward from the stored bf16 weights; logits rows at logit_positions only (6 significant digits); routed_experts at every position, sorted. Diagnostics: " + json.dumps(diag)
     (out / "reference-logits.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
     log["reference"] = diag

@@ -112,7 +112,7 @@ function operation(c: Ctx, x: number): { text: string; step: string; value: numb
     }
     case 2: {
       const k = rng.int(2, 5);
-      if (x * k > 400) return null;
+      if (x * k > 250) return null;
       const word = k === 2 ? 'doubles' : k === 3 ? 'triples' : `grows ${k} times larger`;
       const text = rng.pick([
         `Then the number of ${items} ${c.poss} has ${word}.`,

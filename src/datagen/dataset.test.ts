@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { parseReasoning } from '../server/parsers/reasoning-parser.js';
+import { parseToolCalls } from '../server/parsers/tool-call-parser.js';
 import { conversation, trainingSamples, type TrainingSample } from './dataset.js';
 import { generateData } from './gen-data.js';
 import { Rng } from './rng.js';
@@ -58,6 +60,32 @@ describe('training samples', () => {
       expect(answer?.prompt).toContain(`</mm:think>${NS}<tool_call>`);
     }
     expect(n).toBeGreaterThan(50);
+  });
+});
+
+describe('training completions through the server parsers', () => {
+  it('split into reasoning and content, and tool calls parse with schema-typed arguments', () => {
+    const rng = new Rng(33);
+    let calls = 0;
+    for (let i = 0; i < 300; i++) {
+      const c = conversation(rng);
+      const [first] = trainingSamples(c);
+      const text = (first?.completion ?? '').replace(/\[e~\[$/, '');
+      const split = parseReasoning(text);
+      expect(split.reasoning).toBe(c.turn.reasoning);
+      if (c.kind !== 'tool') {
+        expect(split.content).toBe(c.turn.content);
+        continue;
+      }
+      calls++;
+      const parsed = parseToolCalls(split.content, c.tools ?? []);
+      expect(parsed.content.trim()).toBe('');
+      expect(parsed.toolCalls.map((t) => t.function.name)).toEqual([c.turn.toolCalls?.[0]?.name]);
+      expect(JSON.parse(parsed.toolCalls[0]?.function.arguments ?? '')).toEqual(
+        c.turn.toolCalls?.[0]?.arguments,
+      );
+    }
+    expect(calls).toBeGreaterThan(50);
   });
 });
 

@@ -11,7 +11,7 @@ import {
   type Conversation,
 } from './dataset.js';
 import { renderPrompt } from './m3-format.js';
-import { M3_CHAT_TEMPLATE } from './m3-template.js';
+import { M3_CHAT_TEMPLATE } from './m3-format.js';
 import { Rng } from './rng.js';
 
 export interface GenDataOptions {

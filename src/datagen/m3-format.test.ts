@@ -7,7 +7,7 @@ import {
   renderPrompt,
   type ToolSpec,
 } from './m3-format.js';
-import { M3_CHAT_TEMPLATE } from './m3-template.js';
+import { M3_CHAT_TEMPLATE } from './m3-format.js';
 
 const NS = ']<]minimax[>[';
 const weather: ToolSpec = {
@@ -53,7 +53,9 @@ describe('M3 chat format', () => {
       ],
       [weather],
     );
-    expect(text.startsWith(']~!b[]~b]system\nBe brief.[e~[\n]~b]developer\n# Tools\n')).toBe(true);
+    expect(text).toMatch(
+      /^\]~!b\[\]~b\]system\nYou are a helpful assistant\.\[e~\[\n\]~b\]developer\nBe brief\.\n\n# Tools\n/,
+    );
     expect(text).toContain(`<tool>{"name": "get_weather", "description": "Weather now."`);
     expect(text).toContain(`]~b]user\nWeather?[e~[\n]~b]ai\n</mm:think>${block}[e~[\n`);
     expect(text).toContain(

@@ -1,5 +1,12 @@
-import { Template } from '@huggingface/jinja';
-import { M3_CHAT_TEMPLATE } from './m3-template.js';
+import { formatToolCalls as formatCalls } from '../server/parsers/tool-call-formatter.js';
+import { builtinM3Template, renderChat } from '../tokenizer/chat-template.js';
+
+/**
+ * Training text is rendered with the server's own pieces, so that training and serving agree
+ * exactly: the built-in MiniMax-M3 chat template (src/tokenizer/builtin-m3-template.ts, shipped
+ * as the checkpoint's `chat_template` too) and the tool-call formatter of the parsers.
+ */
+export const M3_CHAT_TEMPLATE: string = builtinM3Template;
 
 /** MiniMax-M3 control strings (shared/design/minimax-m3.md §4). */
 export const M3 = {
@@ -31,12 +38,12 @@ export interface OpenAiToolCall {
   function: { name: string; arguments: string };
 }
 
-export interface ChatMessage {
+export type ChatMessage = {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string | null;
   tool_calls?: OpenAiToolCall[];
   tool_call_id?: string;
-}
+};
 
 export interface JsonSchemaProperty {
   type: 'string' | 'integer' | 'number' | 'boolean';
@@ -69,44 +76,17 @@ export interface AssistantTurn {
   toolCalls?: ToolCall[];
 }
 
-const template = new Template(M3_CHAT_TEMPLATE);
-
-/** Messages as the template wants them: tool-call arguments parsed into objects. */
-function templateMessages(messages: readonly ChatMessage[]): unknown[] {
-  return messages.map((m) =>
-    m.tool_calls
-      ? {
-          ...m,
-          tool_calls: m.tool_calls.map((tc) => ({
-            ...tc,
-            function: { name: tc.function.name, arguments: JSON.parse(tc.function.arguments) },
-          })),
-        }
-      : m,
-  );
-}
-
 /** The prompt text the server renders for these messages (ends with `]~b]ai\n`). */
 export function renderPrompt(
   messages: readonly ChatMessage[],
   tools?: readonly ToolSpec[],
 ): string {
-  return template.render({
-    messages: templateMessages(messages),
-    tools: tools && tools.length > 0 ? tools : undefined,
-    add_generation_prompt: true,
-  });
+  return renderChat(M3_CHAT_TEMPLATE, messages, tools ? { tools } : {}).prompt;
 }
 
 /** The tool-call block, identical to the template's rendering of a past assistant turn. */
 export function formatToolCalls(calls: readonly ToolCall[]): string {
-  const invokes = calls.map((c) => {
-    const params = Object.entries(c.arguments)
-      .map(([k, v]) => `${M3.ns}<${k}>${String(v)}${M3.ns}</${k}>`)
-      .join('');
-    return `${M3.ns}<invoke name="${c.name}">${params}${M3.ns}</invoke>\n`;
-  });
-  return `${M3.ns}<tool_call>\n${invokes.join('')}${M3.ns}</tool_call>`;
+  return formatCalls(calls);
 }
 
 /** The generated text of one assistant turn: reasoning, content, tool calls, end of turn. */

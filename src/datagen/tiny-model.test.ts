@@ -5,6 +5,7 @@ import { CpuBackend } from '../backend/cpu/cpu-backend.js';
 import { compareGolden, type GoldenExpect } from '../model/golden-compare.js';
 import { loadModel } from '../model/load-model.js';
 import { runForward } from '../model/run-forward.js';
+import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 
 /** The bundled checkpoint; MOESERVE_TINY_MODEL points the test at another training output. */
 const DIR =
@@ -15,6 +16,8 @@ const REF = `${DIR}/reference-logits.json`;
 interface Reference extends GoldenExpect {
   /** Positions whose logits rows are stored (all positions when absent). */
   readonly logit_positions?: readonly number[];
+  /** Texts with the ids HF `tokenizers` gave them at training time. */
+  readonly tokenizer_check?: readonly { text: string; ids: number[] }[];
 }
 
 describe('bundled tiny model', () => {
@@ -31,6 +34,19 @@ describe('bundled tiny model', () => {
       });
       expect(report.problems).toEqual([]);
       expect(report.maxAbsDiff).toBeLessThan(1e-3);
+    },
+  );
+
+  it.skipIf(!existsSync(`${DIR}/tokenizer.json`) || !existsSync(REF))(
+    'tokenizes as HF tokenizers did at training time',
+    () => {
+      const ref = JSON.parse(readFileSync(REF, 'utf8')) as Reference;
+      const tok = loadTokenizer(DIR);
+      expect(ref.tokenizer_check?.length).toBeGreaterThan(0);
+      for (const { text, ids } of ref.tokenizer_check ?? []) {
+        expect(tok.encode(text, { addSpecialTokens: false })).toEqual(ids);
+        expect(tok.decode(ids)).toBe(text);
+      }
     },
   );
 
