@@ -15,6 +15,7 @@ import { allocKvCache, type KvCache } from '../src/model/minimax-m3/kv-cache.js'
 import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
 import { SingleRankCommunicator } from '../src/parallel/communicator.js';
 import { median } from '../test/gpu/check-util.js';
+import { profileOps } from '../test/gpu/op-profile.js';
 import { realCheck } from '../test/gpu/real-check.js';
 import { buildGpuWeights, decodeWeightBytes, realConfig } from '../test/gpu/real-model.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
@@ -62,6 +63,7 @@ function decodeBatch(B: number, context: number, pagesPerSeq: number, vocab: num
 }
 
 interface DecodeRow {
+  profile: Record<string, number>;
   batch: number;
   graphMs: number;
   eagerMs: number;
@@ -84,6 +86,8 @@ async function timeDecode(
   let distinct = 0;
   for (const ids of Object.values(routed.routedExperts)) distinct += new Set(ids).size;
   const moeLayers = Object.keys(routed.routedExperts).length;
+  const prof = await profileOps(gpu, () => step(batch));
+  console.log(`per-op device ms at B=${B} (eager step): ${prof.slice(0, 12).map(([k, v]) => `${k} ${v.toFixed(3)}`).join('; ')}`);
   const eager: number[] = [];
   for (let r = 0; r < 3; r++) {
     const t0 = performance.now();
@@ -115,12 +119,13 @@ async function timeDecode(
   const rooflineMs = ((weightBytes + kvBytes) / (ceil.copyTBs * 1e12)) * 1e3;
   const graphMs = median(ms);
   return {
+    profile: Object.fromEntries(prof.map(([k, v]) => [k, Number(v.toFixed(4))])),
     batch: B, graphMs, eagerMs: median(eager), distinctExperts: distinct / Math.max(1, moeLayers),
     weightGB: weightBytes / 1e9, kvGB: kvBytes / 1e9, rooflineMs, fraction: rooflineMs / graphMs,
   };
 }
 
-async function timePrefill(model: MiniMaxM3Model, kv: KvCache, T: number, ceil: Ceilings): Promise<Record<string, number>> {
+async function timePrefill(gpu: CudaBackend, model: MiniMaxM3Model, kv: KvCache, T: number, ceil: Ceilings): Promise<Record<string, number>> {
   const batch: ForwardBatch = {
     tokenIds: Int32Array.from({ length: T }, (_, i) => (i * 104729 + 7) % model.cfg.vocabSize),
     seqs: [{ numCached: 0, numNew: T, pageTable: Int32Array.from({ length: Math.ceil(T / PAGE) }, (_, p) => 1 + p) }],
@@ -128,6 +133,8 @@ async function timePrefill(model: MiniMaxM3Model, kv: KvCache, T: number, ceil: 
     logitsFor: 'last',
   };
   await model.forward(batch, kv);
+  const prof = await profileOps(gpu, () => model.forward(batch, kv));
+  console.log(`per-op device ms, prefill ${T}: ${prof.slice(0, 10).map(([k, v]) => `${k} ${v.toFixed(2)}`).join('; ')}`);
   const ms: number[] = [];
   for (let r = 0; r < 3; r++) {
     const t0 = performance.now();
@@ -176,7 +183,7 @@ async function main(): Promise<void> {
   const pagesPerSeq = Math.ceil((context + 1) / PAGE);
   const maxB = Math.max(...batches);
   const kv = allocKvCache(gpu, cfg, { tpRank: 0, tpSize: 1 }, 1 + Math.max(maxB * pagesPerSeq, Math.ceil(prefillT / PAGE)), PAGE);
-  const prefill = await timePrefill(model, kv, prefillT, ceil);
+  const prefill = await timePrefill(gpu, model, kv, prefillT, ceil);
   console.log(`prefill ${prefillT}: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`);
   const rows: DecodeRow[] = [];
   for (const B of batches) {

@@ -139,7 +139,17 @@ export function checkOps(cpu: Backend, gpu: Backend): Row[] {
     const o3 = b.zeros([T, 128], 'f32');
     cpu.matmul(o3.cpu, x.cpu, wr.cpu);
     gpu.matmul(o3.gpu, x.gpu, wr.gpu);
+    // Skinny shapes (M <= 64, N >= 2048) take the tensor-core streaming kernel, not cuBLAS.
+    const ws = b.rand([4096, 512], 'bf16', 16, 0.05);
+    const o4 = b.zeros([T, 4096], 'bf16');
+    cpu.matmul(o4.cpu, x.cpu, ws.cpu);
+    gpu.matmul(o4.gpu, x.gpu, ws.gpu);
+    const o5 = b.zeros([T, 4096], 'f32');
+    cpu.matmul(o5.cpu, x.cpu, ws.cpu);
+    gpu.matmul(o5.gpu, x.gpu, ws.gpu);
     return [
+      floatRow('matmul skinny M=15 N=4096 -> bf16', b.rel(o4)),
+      floatRow('matmul skinny M=15 N=4096 -> f32', b.rel(o5), 1e-4),
       floatRow('matmul bf16 -> bf16', b.rel(o1)),
       floatRow('matmul bf16 -> f32', b.rel(o2), 1e-4),
       floatRow('matmul router bf16 x f32 -> f32', b.rel(o3), 1e-5),

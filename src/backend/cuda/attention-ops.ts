@@ -34,18 +34,22 @@ export function attention(
     blocks = cuda(o.blocks, 'attention.blocks', ['i32'], [Hkv, T, topk]).ptr;
   }
   const l = letter(qo, 'attention');
-  const fn = ctx.kernels.fn('attention', 'attention', {
-    ATTN_T: l === 'b' ? 'bf16_t' : 'float',
-    ATTN_MH: MH,
-    ATTN_MD: MD,
-  });
+  const defines = { ATTN_T: l === 'b' ? 'bf16_t' : 'float', ATTN_MH: MH, ATTN_MD: MD };
+  const fn = ctx.kernels.fn('attention', 'attention', defines);
   const smem = (G * Dh + 2 * 32 * (Dh + 1)) * 4;
   ensureSmem(ctx, fn, smem);
+  // Split the keys when there are too few (token, KV head) blocks to fill the GPU (decode).
+  const splits = Math.max(1, Math.min(16, Math.floor((2 * ctx.dev.smCount) / (T * Hkv))));
+  const part = splits > 1 ? ctx.ws.get('attention.partials', T * H * splits * (Dh + 2) * 4) : 0;
   ctx.dev.launch(
-    fn, [T, Hkv, 1], [128, 1, 1], smem, 'pppppppiiiiiifpi',
+    fn, [T, Hkv, splits], [128, 1, 1], smem, 'pppppppiiiiiifpip',
     qo.ptr, qi.ptr, kc.ptr, vc.ptr, meta.positions, meta.seqOfToken, meta.pageTable,
-    meta.pageStride, T, H, Hkv, Dh, S, o.scale, blocks, topk,
+    meta.pageStride, T, H, Hkv, Dh, S, o.scale, blocks, topk, part,
   );
+  if (splits > 1) {
+    const comb = ctx.kernels.fn('attention', 'attention_combine', defines);
+    ctx.dev.launch(comb, [T, H, 1], [128, 1, 1], 0, 'ppiii', qo.ptr, part, H, Dh, splits);
+  }
 }
 
 export function msaSelect(

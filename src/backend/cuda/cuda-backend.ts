@@ -20,7 +20,7 @@ import { CudaDevice, fmtBytes, type CudaGraph, type PinnedBuffer } from './devic
 import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
 import { KernelCache } from './kernel-cache.js';
-import { moe, routerTopK } from './moe-ops.js';
+import { moe, routerTopK, skinnyGemm } from './moe-ops.js';
 import type { OpContext } from './op-context.js';
 import { Workspace } from './workspace.js';
 
@@ -289,8 +289,12 @@ export class CudaBackend implements Backend {
       ew.convert(this.ctx, o.ptr, 'b', tmp, 'f', M * N);
       return;
     }
+    if (inType === 'bf16' && this.skinny && skinnyGemm(this.ctx, o.ptr, o.dtype === 'f32', xp, wi.ptr, M, N, K)) return;
     this.gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
   }
+
+  /** Small-M bf16 GEMMs on the tensor-core streaming kernel instead of cuBLAS (default on). */
+  skinny = process.env['MOESERVE_CUDA_SKINNY'] !== '0';
 
   add(out: Tensor, a: Tensor, b: Tensor): void {
     ew.add(this.ctx, out, a, b);

@@ -49,7 +49,8 @@ export function moe(
   const { dev, ws } = ctx;
   const mma = gu.dtype === 'bf16' && xi.dtype === 'bf16' && D % 64 === 0 && I % 64 === 0;
   const BT = mma ? tileRows(n, E) : 1 << 30;
-  const maxTiles = mma ? Math.ceil(n / BT) + E : E;
+  // Each non-empty expert adds at most one partial tile, and at most min(E, n) are non-empty.
+  const maxTiles = mma ? Math.ceil(n / BT) + Math.min(E, n) : E;
   const counts = ws.get('moe.counts', E * 4);
   const offsets = ws.get('moe.offsets', (E + 1) * 4);
   const cursor = ws.get('moe.cursor', E * 4);
@@ -86,4 +87,18 @@ export function moe(
       dn.ptr, act, perm, offsets, E, I, D, y, wi.ptr);
   }
   dev.launch(k(`moe_combine_${letter(xo, 'moe')}`), [T, 1, 1], [256, 1, 1], 0, 'pppii', xo.ptr, y, slotRow, Kw, D);
+}
+
+/**
+ * Dense out[M, N] = x[M, K] . w[N, K]^T for small M on the tensor-core streaming kernel
+ * (bf16 operands, bf16 or f32 out). Returns false when the shape does not suit it.
+ */
+export function skinnyGemm(ctx: OpContext, out: number, outF32: boolean, x: number, w: number, M: number, N: number, K: number): boolean {
+  if (M > 64 || K % 64 !== 0 || N < 2048) return false;
+  const BT = M <= 16 ? 16 : M <= 32 ? 32 : 64;
+  const fn = ctx.kernels.fn('moe', `gemm_skinny_${outF32 ? 'f' : 'b'}_${BT}`);
+  const smem = MMA_STAGES * (64 + BT) * MMA_PITCH * 2;
+  ensureSmem(ctx, fn, smem);
+  ctx.dev.launch(fn, [Math.ceil(N / 64), Math.ceil(M / BT), 1], [128, 1, 1], smem, 'ppiiip', w, x, M, N, K, out);
+  return true;
 }

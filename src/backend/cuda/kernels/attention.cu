@@ -2,7 +2,7 @@
 // and decode alike, dense or MSA-sparse (each KV group attends only to its selected blocks).
 //   q [T, H*Dh], caches [P*S, Hkv*Dh], out [T, H*Dh]; token t of sequence seqOfToken[t] at
 //   position positions[t] attends keys 0..positions[t] of its sequence (page table row).
-// Launch: grid (T, Hkv), block 128 (4 warps; warp w owns heads w, w+4, ... of the group),
+// Launch: grid (T, Hkv, splits), block 128 (4 warps; warp w owns heads w, w+4, ... of the group),
 // dynamic smem (G*Dh + 2*32*(Dh+1)) floats. Keys go through shared memory 32 at a time;
 // lane j scores key j, then each lane accumulates Dh/32 output dims.
 // Templates: MH = max heads per warp (G <= 4*MH), MD = max dims per lane (Dh <= 32*MD),
@@ -13,8 +13,10 @@
 template <typename TA, typename TC, int MH, int MD>
 __device__ void attn_impl(TA* out, const TA* q, const TC* kc, const TC* vc, const int* positions,
                           const int* seqOfToken, const int* pageTable, int pageStride, int T,
-                          int H, int Hkv, int Dh, int S, float scale, const int* blocks, int topk) {
+                          int H, int Hkv, int Dh, int S, float scale, const int* blocks, int topk,
+                          float* part) {
   extern __shared__ float sm[];
+  const int splits = gridDim.z, z = blockIdx.z;
   const int G = H / Hkv, W = Hkv * Dh, P = Dh + 1;
   float* qs = sm;
   float* ks = qs + G * Dh;
@@ -34,14 +36,21 @@ __device__ void attn_impl(TA* out, const TA* q, const TC* kc, const TC* vc, cons
 #pragma unroll
     for (int d = 0; d < MD; d++) acc[h][d] = 0.f;
   }
+  // Split-KV (decode): split z takes selected blocks seg % splits == z (sparse), or an even
+  // share of the 32-key chunks of 0..pos (dense); partial results are merged by attention_combine.
   const int nseg = blocks ? topk : 1;
   for (int seg = 0; seg < nseg; seg++) {
     int lo = 0, hi = pos + 1;
     if (blocks) {
+      if (seg % splits != z) continue;
       const int b = blocks[((long long)g * T + t) * topk + seg];
       if (b < 0 || b * S > pos) continue;
       lo = b * S;
       hi = min(lo + S, pos + 1);
+    } else if (splits > 1) {
+      const int nc = (pos + 32) / 32;
+      lo = (int)((long long)nc * z / splits) * 32;
+      hi = min((int)((long long)nc * (z + 1) / splits) * 32, pos + 1);
     }
     for (int c = lo; c < hi; c += 32) {
       const int n = min(32, hi - c);
@@ -84,6 +93,22 @@ __device__ void attn_impl(TA* out, const TA* q, const TC* kc, const TC* vc, cons
       }
     }
   }
+  if (splits > 1) {
+#pragma unroll
+    for (int hh = 0; hh < MH; hh++) {
+      const int h = warp + hh * 4;
+      if (h >= G) continue;
+      // part: [T*H, splits] x (Dh acc, then m, l)
+      float* pp = part + (((long long)t * H + g * G + h) * splits + z) * (Dh + 2);
+#pragma unroll
+      for (int d = 0; d < MD; d++) {
+        const int dd = lane + 32 * d;
+        if (dd < Dh) pp[dd] = acc[hh][d];
+      }
+      if (lane == 0) { pp[Dh] = m[hh]; pp[Dh + 1] = l[hh]; }
+    }
+    return;
+  }
 #pragma unroll
   for (int hh = 0; hh < MH; hh++) {
     const int h = warp + hh * 4;
@@ -108,7 +133,31 @@ __device__ void attn_impl(TA* out, const TA* q, const TC* kc, const TC* vc, cons
 extern "C" __global__ void __launch_bounds__(128) attention(
     ATTN_T* out, const ATTN_T* q, const ATTN_T* kc, const ATTN_T* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int Dh,
-    int S, float scale, const int* blocks, int topk) {
+    int S, float scale, const int* blocks, int topk, float* part) {
   attn_impl<ATTN_T, ATTN_T, ATTN_MH, ATTN_MD>(out, q, kc, vc, positions, seqOfToken, pageTable,
-                                              pageStride, T, H, Hkv, Dh, S, scale, blocks, topk);
+                                              pageStride, T, H, Hkv, Dh, S, scale, blocks, topk,
+                                              part);
+}
+
+// Merges split-KV partials: grid (T, H), block 128. out[t, h] = sum_z acc_z e^(m_z - M) / L.
+extern "C" __global__ void attention_combine(ATTN_T* out, const float* part, int H, int Dh,
+                                             int splits) {
+  const long long th = (long long)blockIdx.x * H + blockIdx.y;
+  const float* pp = part + th * splits * (Dh + 2);
+  float M = -INFINITY;
+  for (int z = 0; z < splits; z++) M = fmaxf(M, pp[z * (Dh + 2) + Dh]);
+  float L = 0.f;
+  for (int z = 0; z < splits; z++) {
+    const float mz = pp[z * (Dh + 2) + Dh];
+    if (mz != -INFINITY) L += pp[z * (Dh + 2) + Dh + 1] * expf(mz - M);
+  }
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+    float s = 0.f;
+    for (int z = 0; z < splits; z++) {
+      const float mz = pp[z * (Dh + 2) + Dh];
+      if (mz != -INFINITY) s += pp[z * (Dh + 2) + d] * expf(mz - M);
+    }
+    stf(out + th * Dh + d, s * inv);
+  }
 }
