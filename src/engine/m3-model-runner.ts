@@ -38,14 +38,9 @@ export class M3ModelRunner implements ModelRunner {
       o.numPages ?? Math.max(1, Math.floor((o.kvCacheBytes ?? 256 * 2 ** 20) / perPage));
     this.kv = allocKvCache(model.backend, cfg, par, this.numPages, this.pageSize);
     this.vocabSize = cfg.vocabSize;
-    // A sequence can never outgrow the page pool: the default context limit is clamped to it,
-    // and an explicit one that does not fit is a start-up error (as vLLM does).
+    // A sequence can never outgrow the page pool, so the context limit the server enforces
+    // (and reports in /v1/models) is clamped to it: too-long prompts then get a 400.
     const capacity = this.numPages * this.pageSize;
-    if (o.maxModelLen !== undefined && o.maxModelLen > capacity) {
-      throw new Error(
-        `max model len ${o.maxModelLen} exceeds the KV cache's ${capacity} tokens (${this.numPages} pages of ${this.pageSize}); raise --num-pages or lower --max-model-len`,
-      );
-    }
     this.maxModelLen = Math.min(o.maxModelLen ?? cfg.maxPositionEmbeddings, capacity);
     this.eosTokenIds = cfg.eosTokenIds;
   }
