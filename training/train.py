@@ -123,7 +123,6 @@ def train(args, model, train_b, val_b, dev, log):
             frac = (time.time() - t0) / budget
             if frac >= 1.0 or (args.max_steps and step >= args.max_steps):
                 return step, seen, time.time() - t0
-            ids, mask = ids.to(dev, non_blocking=True), mask.to(dev, non_blocking=True)
             for g in opt.param_groups:
                 g["lr"] = lr_at(args, step, frac)
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
@@ -246,9 +245,8 @@ def run(args):
     log["train_tokens_per_epoch"] = sum(b[0].numel() for b in train_b)
     log["loss_tokens_per_epoch"] = sum(int(b[1].sum()) for b in train_b)
     print(json.dumps({k: log[k] for k in ("tokenizer_s", "num_samples", "train_tokens_per_epoch", "loss_tokens_per_epoch")}), flush=True)
-    if dev.type == "cuda":
-        val_b = [(i.to(dev), m.to(dev)) for i, m in val_b]
-        train_b = [(i.pin_memory(), m.pin_memory()) for i, m in train_b]
+    val_b = [(i.to(dev), m.to(dev)) for i, m in val_b]
+    train_b = [(i.to(dev), m.to(dev)) for i, m in train_b]
     cfg = model_config(args, tok.get_vocab_size(), bos_id, eot_id)
     model = MiniMaxM3(cfg)
     model.init_weights()
