@@ -81,7 +81,8 @@ async function measure(sc: Scenario) {
   return {
     sc,
     m,
-    ideal: (sc.streams * 1000) / sc.itlMs,
+    // Each stream delivers `tokens` per TTFT + (tokens − 1)·ITL, back to back.
+    ideal: (sc.streams * sc.tokens * 1000) / (sc.ttftMs + (sc.tokens - 1) * sc.itlMs),
     overheadMs: mean(ok.map((r) => r.timing.e2e * 1000)) - mean(spans),
     cpuUsPerRequest: (cpuS * 1e6) / m.completed,
     cpuUsPerChunk: (cpuS * 1e6) / chunks,
