@@ -12,12 +12,14 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     type: 'string',
     default: 'openai',
     description: 'openai = /v1/completions, openai-chat = /v1/chat/completions',
+    valueName: 'openai|openai-chat',
   },
   model: { type: 'string', description: 'model name; default: the first id of GET /v1/models' },
   'dataset-name': {
     type: 'string',
     default: 'random',
     description: 'random | sharegpt | generated-shared-prefix',
+    valueName: 'NAME',
   },
   'dataset-path': { type: 'string', description: 'ShareGPT JSON/JSONL file', valueName: 'PATH' },
   'num-prompts': {
@@ -29,7 +31,7 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   'random-input-len': {
     type: 'string',
     default: '1024',
-    description: 'random: prompt words',
+    description: 'random: prompt length in words (~tokens)',
     valueName: 'N',
   },
   'random-output-len': {
@@ -50,6 +52,7 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     description:
       'sglang: lengths uniform in [max(1,floor(len*R)), len], so 0.0 = [1,len] and 1.0 = len; ' +
       'vllm: [floor(len*(1-R)), ceil(len*(1+R))], so 0.0 = len',
+    valueName: 'sglang|vllm',
   },
   'sharegpt-output-len': {
     type: 'string',
@@ -145,6 +148,7 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     description:
       'sglang: first token = first chunk with text (content or reasoning), E2E ends at [DONE]; ' +
       'vllm: first chunk with non-empty choices (role-only counts), E2E ends at the last such chunk',
+    valueName: 'sglang|vllm',
   },
   'request-timeout': {
     type: 'string',
@@ -168,5 +172,9 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     default: false,
     description: 'add per-request input/output lengths, TTFTs, ITLs',
   },
-  tag: { type: 'string', default: '', description: 'free-form label stored in each JSON line' },
+  tag: {
+    type: 'string',
+    description: 'free-form label stored in each JSON line',
+    valueName: 'TEXT',
+  },
 };

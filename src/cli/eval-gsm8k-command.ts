@@ -14,6 +14,7 @@ export const evalGsm8kCommand: Command = {
       type: 'string',
       default: 'completions',
       description: 'completions (one k-shot prompt) | chat (shots as user/assistant turns)',
+      valueName: 'completions|chat',
     },
     dataset: {
       type: 'string',
