@@ -10,12 +10,28 @@
 // Tested by test/gpu/gpu-check.ts against the CPU backend (dense, sparse, decode, prefill).
 #include "common.cuh"
 
+// 16 bytes of cache elements to floats in shared memory.
+__device__ __forceinline__ void unpack16(float* dst, uint4 u) {
+  dst[0] = __uint_as_float(u.x << 16); dst[1] = __uint_as_float(u.x & 0xffff0000u);
+  dst[2] = __uint_as_float(u.y << 16); dst[3] = __uint_as_float(u.y & 0xffff0000u);
+  dst[4] = __uint_as_float(u.z << 16); dst[5] = __uint_as_float(u.z & 0xffff0000u);
+  dst[6] = __uint_as_float(u.w << 16); dst[7] = __uint_as_float(u.w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack16f(float* dst, uint4 u) {
+  dst[0] = __uint_as_float(u.x); dst[1] = __uint_as_float(u.y);
+  dst[2] = __uint_as_float(u.z); dst[3] = __uint_as_float(u.w);
+}
+template <typename TC> __device__ __forceinline__ void unpackc(float* dst, uint4 u);
+template <> __device__ __forceinline__ void unpackc<bf16_t>(float* dst, uint4 u) { unpack16(dst, u); }
+template <> __device__ __forceinline__ void unpackc<float>(float* dst, uint4 u) { unpack16f(dst, u); }
+
 template <typename TA, typename TC, int MH, int MD>
 __device__ void attn_impl(TA* out, const TA* q, const TC* kc, const TC* vc, const int* positions,
                           const int* seqOfToken, const int* pageTable, int pageStride, int T,
                           int H, int Hkv, int Dh, int S, float scale, const int* blocks, int topk,
                           float* part) {
   extern __shared__ float sm[];
+  constexpr int VEC = 16 / sizeof(TC);
   const int splits = gridDim.z, z = blockIdx.z;
   const int G = H / Hkv, W = Hkv * Dh, P = Dh + 1;
   float* qs = sm;
@@ -55,11 +71,22 @@ __device__ void attn_impl(TA* out, const TA* q, const TC* kc, const TC* vc, cons
     for (int c = lo; c < hi; c += 32) {
       const int n = min(32, hi - c);
       __syncthreads();
-      for (int i = tid; i < n * Dh; i += blockDim.x) {
-        const int j = i / Dh, d = i - j * Dh, key = c + j;
-        const long long slot = (long long)pt[key / S] * S + key % S;
-        ks[j * P + d] = ldf(kc + slot * W + g * Dh + d);
-        vs[j * P + d] = ldf(vc + slot * W + g * Dh + d);
+      if (Dh % VEC == 0) {
+        // 16-byte loads: one page-table lookup per key row, VEC elements per load.
+        const int vpr = Dh / VEC;
+        for (int i = tid; i < n * vpr; i += blockDim.x) {
+          const int j = i / vpr, v = i - j * vpr, key = c + j;
+          const long long off = ((long long)pt[key / S] * S + key % S) * W + g * Dh + v * VEC;
+          unpackc<TC>(ks + j * P + v * VEC, *reinterpret_cast<const uint4*>(kc + off));
+          unpackc<TC>(vs + j * P + v * VEC, *reinterpret_cast<const uint4*>(vc + off));
+        }
+      } else {
+        for (int i = tid; i < n * Dh; i += blockDim.x) {
+          const int j = i / Dh, d = i - j * Dh, key = c + j;
+          const long long slot = (long long)pt[key / S] * S + key % S;
+          ks[j * P + d] = ldf(kc + slot * W + g * Dh + d);
+          vs[j * P + d] = ldf(vc + slot * W + g * Dh + d);
+        }
       }
       __syncthreads();
 #pragma unroll
