@@ -6,7 +6,11 @@ import {
   formatPlacementTable,
   parseAllReduceFusion,
 } from '../parallel/allreduce-placement.js';
-import { launchRankGroup, superviseNode } from '../parallel/launch/launch-group.js';
+import {
+  launchRankGroup,
+  superviseNode,
+  type LaunchOptions,
+} from '../parallel/launch/launch-group.js';
 import type { RankSpec } from '../parallel/launch/step-messages.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
 
@@ -95,6 +99,27 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
   };
 }
 
+/** The launch half of the flags (hosts, rendezvous) for a --tp > 1 spec. */
+export function launchOptionsFrom(
+  values: Record<string, unknown>,
+  spec: RankSpec,
+  log: (line: string) => void,
+): LaunchOptions {
+  const nnodes = intOption(values, 'nnodes', 1);
+  const nodeRank = intOption(values, 'node-rank', 0);
+  if (nnodes < 1 || nodeRank < 0 || nodeRank >= nnodes)
+    throw new UsageError(`--node-rank must be in 0..${nnodes - 1}`);
+  return {
+    spec,
+    nnodes,
+    nodeRank,
+    masterAddr: String(values['master-addr'] ?? '127.0.0.1'),
+    masterPort: intOption(values, 'master-port', 0),
+    rendezvousTimeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
+    log,
+  };
+}
+
 /**
  * Opens the model the flags describe. On a host other than 0 (--node-rank > 0) there is no
  * model here: this host's ranks are started and supervised, and null is returned once they
@@ -114,15 +139,7 @@ export async function openModel(
     });
     return { model, close: async () => {}, abort: async () => {} };
   }
-  const launch = {
-    spec,
-    nnodes: intOption(values, 'nnodes', 1),
-    nodeRank: intOption(values, 'node-rank', 0),
-    masterAddr: String(values['master-addr'] ?? '127.0.0.1'),
-    masterPort: intOption(values, 'master-port', 0),
-    rendezvousTimeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
-    log,
-  };
+  const launch = launchOptionsFrom(values, spec, log);
   if (launch.nodeRank > 0) {
     await superviseNode(launch);
     return null;

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -77,6 +78,15 @@ async function allGone(pids: Iterable<number>, timeoutMs = 10_000): Promise<numb
 }
 
 const TINY_MOE = goldenCase('tiny-moe');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
 const longGenerate = (tp: number): string[] =>
   [
     'generate',
@@ -151,6 +161,33 @@ describe('moeserve --tp N: one process per rank', () => {
     expect(code).toBe(1);
     expect(c.stderr).toMatch(/rank 1 failed: was killed by SIGKILL/);
     expect(await allGone(pids.values())).toEqual([]);
+  });
+
+  it('a second host joins with --nnodes 2 --node-rank 1 (both hosts on localhost here)', async () => {
+    const port = await freePort();
+    const common = ['--ids', '1,2,3,4,5', '--max-tokens', '6', '--ignore-eos', '--tp', '4'].concat([
+      '--ep',
+      '--nnodes',
+      '2',
+      '--master-addr',
+      '127.0.0.1',
+      '--master-port',
+      String(port),
+    ]);
+    const node1 = cli(['generate', '--model', TINY_MOE, ...common, '--node-rank', '1']);
+    const node0 = cli(['generate', '--model', TINY_MOE, ...common, '--node-rank', '0']);
+    expect((await node0.exited).code, node0.stderr).toBe(0);
+    expect((await node1.exited).code, node1.stderr).toBe(0);
+    expect(node1.stderr).toMatch(/node 1: ranks 2, 3 started/);
+    const model = loadModel(TINY_MOE, { backend: new CpuBackend() });
+    const want: number[] = [];
+    for await (const t of generateTokens(model, [1, 2, 3, 4, 5], {
+      maxTokens: 6,
+      eosTokenIds: [],
+      pick: argmax,
+    }))
+      want.push(t.tokenId);
+    expect(node0.stdout.trim()).toBe(want.join(','));
   });
 
   it('the workers exit when rank 0 is killed with SIGKILL', async () => {

@@ -7,7 +7,7 @@ import {
 } from '../transport/process-group.js';
 import { CONTROL } from '../transport/rendezvous.js';
 import { FailureWatch } from './failure-watch.js';
-import { LocalWorkers } from './local-workers.js';
+import { LocalWorkers, type WorkerEntry } from './local-workers.js';
 import { RankGroupDriver, watchControl } from './rank-group-driver.js';
 import { createRankRuntime, rendezvousPayload } from './rank-runtime.js';
 import { encodeStep, type RankSpec } from './step-messages.js';
@@ -25,6 +25,8 @@ export interface LaunchOptions {
   readonly log: (line: string) => void;
   /** Extra environment for the workers (tests inject faults with it). */
   readonly workerEnv?: Readonly<Record<string, string>>;
+  /** How to run `moeserve` for the workers; default: as this process was run. */
+  readonly workerEntry?: WorkerEntry;
 }
 
 /** The global ranks host `nodeRank` runs. */
@@ -43,7 +45,7 @@ export function ranksOfNode(o: Pick<LaunchOptions, 'spec' | 'nnodes' | 'nodeRank
  */
 export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver> {
   const watch = new FailureWatch();
-  const workers = new LocalWorkers(watch, o.log);
+  const workers = new LocalWorkers(watch, o.log, o.workerEntry);
   const cfg = groupConfig(o);
   const master = await openMaster(cfg);
   const port = master.port;
@@ -77,7 +79,7 @@ export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver
  */
 export async function superviseNode(o: LaunchOptions): Promise<void> {
   const watch = new FailureWatch();
-  const workers = new LocalWorkers(watch, o.log);
+  const workers = new LocalWorkers(watch, o.log, o.workerEntry);
   const ranks = ranksOfNode(o);
   for (const rank of ranks) workers.start(workerLaunch(o, rank, o.masterPort));
   o.log(`node ${o.nodeRank}: ranks ${ranks.join(', ')} started`);

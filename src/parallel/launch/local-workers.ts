@@ -1,6 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { FailureWatch } from './failure-watch.js';
 
+/** The node flags and entry script that run `moeserve` (default: this process's own). */
+export interface WorkerEntry {
+  readonly execArgv: readonly string[];
+  readonly entry: string;
+}
+
 /** How to start `moeserve worker` for one rank of this host. */
 export interface WorkerLaunch {
   readonly rank: number;
@@ -28,12 +34,16 @@ export class LocalWorkers {
   constructor(
     private readonly watch: FailureWatch,
     private readonly log: (line: string) => void,
+    private readonly run: WorkerEntry = {
+      execArgv: process.execArgv,
+      entry: process.argv[1] ?? '',
+    },
   ) {}
 
   start(w: WorkerLaunch): number {
-    const entry = process.argv[1];
+    const { execArgv, entry } = this.run;
     if (!entry) throw new Error('cannot find the moeserve entry script to start workers');
-    const child = spawn(process.execPath, [...process.execArgv, entry, 'worker', ...w.args], {
+    const child = spawn(process.execPath, [...execArgv, entry, 'worker', ...w.args], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...w.env },
     });

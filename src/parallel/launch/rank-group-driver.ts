@@ -34,6 +34,11 @@ export class RankGroupDriver implements ForwardModel {
     return this.model.cfg;
   }
 
+  /** Rejects when any rank fails, even between steps (e.g. a worker killed while idle). */
+  get failed(): Promise<never> {
+    return this.watch.failed;
+  }
+
   allocKv(numPages: number, pageSize: number): KvCache {
     const cacheId = this.nextCacheId++;
     this.send({ kind: 'alloc-kv', cacheId, numPages, pageSize });
