@@ -75,11 +75,21 @@ interface DecodeRow {
 }
 
 async function timeDecode(
-  gpu: CudaBackend, model: MiniMaxM3Model, kv: KvCache, B: number, context: number, pagesPerSeq: number, ceil: Ceilings,
+  gpu: CudaBackend,
+  model: MiniMaxM3Model,
+  kv: KvCache,
+  B: number,
+  context: number,
+  pagesPerSeq: number,
+  ceil: Ceilings,
 ): Promise<DecodeRow> {
   const cfg = model.cfg;
   const step = (b: ForwardBatch) => model.forward(b, kv);
-  const graphs = new DecodeGraphs(gpu, step, { sizes: [B], maxPagesPerSeq: pagesPerSeq, padPage: 0 });
+  const graphs = new DecodeGraphs(gpu, step, {
+    sizes: [B],
+    maxPagesPerSeq: pagesPerSeq,
+    padPage: 0,
+  });
   const batch = decodeBatch(B, context, pagesPerSeq, cfg.vocabSize);
   // Experts actually touched at this batch (for the bytes of the roofline).
   const routed = await step({ ...batch, captureRoutedExperts: true });
@@ -87,7 +97,12 @@ async function timeDecode(
   for (const ids of Object.values(routed.routedExperts)) distinct += new Set(ids).size;
   const moeLayers = Object.keys(routed.routedExperts).length;
   const prof = await profileOps(gpu, () => step(batch));
-  console.log(`per-op device ms at B=${B} (eager step): ${prof.slice(0, 12).map(([k, v]) => `${k} ${v.toFixed(3)}`).join('; ')}`);
+  console.log(
+    `per-op device ms at B=${B} (eager step): ${prof
+      .slice(0, 12)
+      .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+      .join('; ')}`,
+  );
   const eager: number[] = [];
   for (let r = 0; r < 3; r++) {
     const t0 = performance.now();
@@ -114,27 +129,53 @@ async function timeDecode(
   const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * 2;
   // distinct counts the fused shared expert id too: it is one of the ids of every row.
   const weightBytes = w.always + distinct * expertBytes;
-  const kvPerToken = cfg.sparseLayers.reduce((n, s) => n + 2 * cfg.numKvHeads * cfg.headDim * 2 + (s ? (cfg.sparse?.indexDim ?? 0) * 2 : 0), 0);
+  const kvPerToken = cfg.sparseLayers.reduce(
+    (n, s) => n + 2 * cfg.numKvHeads * cfg.headDim * 2 + (s ? (cfg.sparse?.indexDim ?? 0) * 2 : 0),
+    0,
+  );
   const kvBytes = B * (context + 1) * kvPerToken;
   const rooflineMs = ((weightBytes + kvBytes) / (ceil.copyTBs * 1e12)) * 1e3;
   const graphMs = median(ms);
   return {
     profile: Object.fromEntries(prof.map(([k, v]) => [k, Number(v.toFixed(4))])),
-    batch: B, graphMs, eagerMs: median(eager), distinctExperts: distinct / Math.max(1, moeLayers),
-    weightGB: weightBytes / 1e9, kvGB: kvBytes / 1e9, rooflineMs, fraction: rooflineMs / graphMs,
+    batch: B,
+    graphMs,
+    eagerMs: median(eager),
+    distinctExperts: distinct / Math.max(1, moeLayers),
+    weightGB: weightBytes / 1e9,
+    kvGB: kvBytes / 1e9,
+    rooflineMs,
+    fraction: rooflineMs / graphMs,
   };
 }
 
-async function timePrefill(gpu: CudaBackend, model: MiniMaxM3Model, kv: KvCache, T: number, ceil: Ceilings): Promise<Record<string, number>> {
+async function timePrefill(
+  gpu: CudaBackend,
+  model: MiniMaxM3Model,
+  kv: KvCache,
+  T: number,
+  ceil: Ceilings,
+): Promise<Record<string, number>> {
   const batch: ForwardBatch = {
     tokenIds: Int32Array.from({ length: T }, (_, i) => (i * 104729 + 7) % model.cfg.vocabSize),
-    seqs: [{ numCached: 0, numNew: T, pageTable: Int32Array.from({ length: Math.ceil(T / PAGE) }, (_, p) => 1 + p) }],
+    seqs: [
+      {
+        numCached: 0,
+        numNew: T,
+        pageTable: Int32Array.from({ length: Math.ceil(T / PAGE) }, (_, p) => 1 + p),
+      },
+    ],
     pageSize: PAGE,
     logitsFor: 'last',
   };
   await model.forward(batch, kv);
   const prof = await profileOps(gpu, () => model.forward(batch, kv));
-  console.log(`per-op device ms, prefill ${T}: ${prof.slice(0, 10).map(([k, v]) => `${k} ${v.toFixed(2)}`).join('; ')}`);
+  console.log(
+    `per-op device ms, prefill ${T}: ${prof
+      .slice(0, 10)
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+      .join('; ')}`,
+  );
   const ms: number[] = [];
   for (let r = 0; r < 3; r++) {
     const t0 = performance.now();
@@ -144,10 +185,23 @@ async function timePrefill(gpu: CudaBackend, model: MiniMaxM3Model, kv: KvCache,
   const flops = prefillFlops(model.cfg, T);
   const t = median(ms);
   const tflops = flops / (t * 1e-3) / 1e12;
-  return { tokens: T, ms: t, tflops, fractionOfGemm: tflops / ceil.gemmTflops, tokensPerSecond: T / (t * 1e-3) };
+  return {
+    tokens: T,
+    ms: t,
+    tflops,
+    fractionOfGemm: tflops / ceil.gemmTflops,
+    tokensPerSecond: T / (t * 1e-3),
+  };
 }
 
-function markdown(cfg: ModelConfig, ceil: Ceilings, prefill: Record<string, number>, rows: DecodeRow[], context: number, check: unknown): string {
+function markdown(
+  cfg: ModelConfig,
+  ceil: Ceilings,
+  prefill: Record<string, number>,
+  rows: DecodeRow[],
+  context: number,
+  check: unknown,
+): string {
   const lines = [
     `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${cfg.numLayers - 3} MoE), bf16, shared expert fused (129 x top-5).`,
     `Ceilings measured in the same run: cuBLAS bf16 GEMM 8192^3 ${ceil.gemmTflops.toFixed(0)} TFLOP/s, device copy ${ceil.copyTBs.toFixed(2)} TB/s.`,
@@ -158,7 +212,10 @@ function markdown(cfg: ModelConfig, ceil: Ceilings, prefill: Record<string, numb
     '',
     '| batch | step ms (graph) | step ms (eager, host) | experts/layer | weights GB | KV GB | roofline ms | % of roofline |',
     '|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.batch} | ${r.graphMs.toFixed(3)} | ${r.eagerMs.toFixed(2)} | ${r.distinctExperts.toFixed(1)} | ${r.weightGB.toFixed(2)} | ${r.kvGB.toFixed(3)} | ${r.rooflineMs.toFixed(3)} | ${(100 * r.fraction).toFixed(0)}% |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.batch} | ${r.graphMs.toFixed(3)} | ${r.eagerMs.toFixed(2)} | ${r.distinctExperts.toFixed(1)} | ${r.weightGB.toFixed(2)} | ${r.kvGB.toFixed(3)} | ${r.rooflineMs.toFixed(3)} | ${(100 * r.fraction).toFixed(0)}% |`,
+    ),
     '',
     'Correctness against the CPU backend: ' + JSON.stringify(check),
   ];
@@ -176,23 +233,39 @@ async function main(): Promise<void> {
   const cfg = realConfig(numMoe);
   const t0 = performance.now();
   const weights = buildGpuWeights(gpu, cfg, true);
-  console.log(`built ${cfg.numLayers}-layer real-dimension weights on the GPU in ${(performance.now() - t0).toFixed(0)} ms; ${(gpu.dev.bytesAllocated / 2 ** 30).toFixed(1)} GiB allocated`);
+  console.log(
+    `built ${cfg.numLayers}-layer real-dimension weights on the GPU in ${(performance.now() - t0).toFixed(0)} ms; ${(gpu.dev.bytesAllocated / 2 ** 30).toFixed(1)} GiB allocated`,
+  );
   const model = new MiniMaxM3Model(cfg, weights, gpu, new SingleRankCommunicator());
   let check: unknown = 'skipped';
-  if (!process.argv.includes('--skip-check')) check = await realCheck(gpu, model, Number(arg('prompt', '8')));
+  if (!process.argv.includes('--skip-check'))
+    check = await realCheck(gpu, model, Number(arg('prompt', '8')));
   const pagesPerSeq = Math.ceil((context + 1) / PAGE);
   const maxB = Math.max(...batches);
-  const kv = allocKvCache(gpu, cfg, { tpRank: 0, tpSize: 1 }, 1 + Math.max(maxB * pagesPerSeq, Math.ceil(prefillT / PAGE)), PAGE);
+  const kv = allocKvCache(
+    gpu,
+    cfg,
+    { tpRank: 0, tpSize: 1 },
+    1 + Math.max(maxB * pagesPerSeq, Math.ceil(prefillT / PAGE)),
+    PAGE,
+  );
   const prefill = await timePrefill(gpu, model, kv, prefillT, ceil);
-  console.log(`prefill ${prefillT}: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`);
+  console.log(
+    `prefill ${prefillT}: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`,
+  );
   const rows: DecodeRow[] = [];
   for (const B of batches) {
     const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil);
-    console.log(`decode B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`);
+    console.log(
+      `decode B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`,
+    );
     rows.push(r);
   }
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'gpu-bench.json'), JSON.stringify({ ceil, prefill, decode: rows, check, context, layers: cfg.numLayers }, null, 2));
+  writeFileSync(
+    join(out, 'gpu-bench.json'),
+    JSON.stringify({ ceil, prefill, decode: rows, check, context, layers: cfg.numLayers }, null, 2),
+  );
   const md = markdown(cfg, ceil, prefill, rows, context, check);
   writeFileSync(join(out, 'gpu-bench.md'), md);
   console.log(`\n${md}`);

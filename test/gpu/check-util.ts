@@ -34,7 +34,8 @@ export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 export function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
-  for (let i = 0; i < b.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!) || (Number.isNaN(a[i]!) ? Infinity : 0));
+  for (let i = 0; i < b.length; i++)
+    m = Math.max(m, Math.abs(a[i]! - b[i]!) || (Number.isNaN(a[i]!) ? Infinity : 0));
   return m;
 }
 
@@ -60,7 +61,10 @@ export interface Row {
 export function printTable(title: string, rows: readonly Row[]): void {
   const w = Math.max(...rows.map((r) => r.check.length), 10);
   console.log(`\n${title}`);
-  for (const r of rows) console.log(`  ${r.pass ? 'PASS' : 'FAIL'}  ${r.check.padEnd(w)}  ${r.value.padStart(12)}  (limit ${r.limit})`);
+  for (const r of rows)
+    console.log(
+      `  ${r.pass ? 'PASS' : 'FAIL'}  ${r.check.padEnd(w)}  ${r.value.padStart(12)}  (limit ${r.limit})`,
+    );
 }
 
 export function median(xs: number[]): number {

@@ -7,7 +7,12 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadNvrtcOnly } from '../../src/backend/cuda/ffi.js';
-import { compileOptions, cubinName, findKernelDir, nvrtcCompile } from '../../src/backend/cuda/kernel-cache.js';
+import {
+  compileOptions,
+  cubinName,
+  findKernelDir,
+  nvrtcCompile,
+} from '../../src/backend/cuda/kernel-cache.js';
 
 /** -D variants compiled per file (the ones the model and the checks use). */
 const VARIANTS: Record<string, Record<string, string | number>[]> = {
@@ -33,21 +38,34 @@ const maj = [0];
 const min = [0];
 nvrtc.nvrtcVersion(maj, min);
 const version = `${maj[0]}.${min[0]}`;
-const names = readdirSync(dir).filter((f) => f.endsWith('.cuh')).sort();
+const names = readdirSync(dir)
+  .filter((f) => f.endsWith('.cuh'))
+  .sort();
 const headers = { names, sources: names.map((n) => readFileSync(join(dir, n), 'utf8')) };
 if (cacheDir) mkdirSync(cacheDir, { recursive: true });
 let failed = 0;
-for (const f of readdirSync(dir).filter((x) => x.endsWith('.cu')).sort()) {
+for (const f of readdirSync(dir)
+  .filter((x) => x.endsWith('.cu'))
+  .sort()) {
   const file = f.replace(/\.cu$/, '');
   const source = readFileSync(join(dir, f), 'utf8');
   for (const defs of VARIANTS[file] ?? [{}]) {
-    const d = Object.entries(defs).map(([k, v]) => `-D${k}=${v}`).sort();
+    const d = Object.entries(defs)
+      .map(([k, v]) => `-D${k}=${v}`)
+      .sort();
     const options = [...compileOptions(arch), ...d];
     const t0 = performance.now();
     try {
-      const { cubin, log } = nvrtcCompile(nvrtc, f, source, headers, [...options, '--ptxas-options=-v']);
-      const spills = log.split('\n').filter((l) => /spill/.test(l) && !/ 0 bytes spill stores, 0 bytes spill loads/.test(l));
-      console.log(`${f} ${d.join(' ')}: ${cubin.length} B in ${(performance.now() - t0).toFixed(0)} ms${spills.length ? `; spills: ${spills.length} kernels` : ''}`);
+      const { cubin, log } = nvrtcCompile(nvrtc, f, source, headers, [
+        ...options,
+        '--ptxas-options=-v',
+      ]);
+      const spills = log
+        .split('\n')
+        .filter((l) => /spill/.test(l) && !/ 0 bytes spill stores, 0 bytes spill loads/.test(l));
+      console.log(
+        `${f} ${d.join(' ')}: ${cubin.length} B in ${(performance.now() - t0).toFixed(0)} ms${spills.length ? `; spills: ${spills.length} kernels` : ''}`,
+      );
       if (verbose) console.log(log);
       if (cacheDir) {
         // The cache key uses the options without the ptxas report flag.

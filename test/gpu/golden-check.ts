@@ -50,17 +50,26 @@ export function compareLogits(got: ArrayLike<number>[], ref: ArrayLike<number>[]
   });
   rels.sort((a, b) => a - b);
   const medianRel = rels[Math.floor(rels.length / 2)] ?? 0;
-  return { maxRel, medianRel, overLimit: rels.filter((x) => x >= REL_LIMIT).length, top1Mismatch, top1Checked };
+  return {
+    maxRel,
+    medianRel,
+    overLimit: rels.filter((x) => x >= REL_LIMIT).length,
+    top1Mismatch,
+    top1Checked,
+  };
 }
 
 export async function checkGolden(dir: string, cpu: Backend, gpu: Backend): Promise<Row[]> {
   const rows: Row[] = [];
-  if (!existsSync(dir)) return [{ check: `golden dir ${dir}`, value: 'missing', limit: '-', pass: false }];
+  if (!existsSync(dir))
+    return [{ check: `golden dir ${dir}`, value: 'missing', limit: '-', pass: false }];
   for (const name of readdirSync(dir).sort()) {
     const caseDir = join(dir, name);
     if (!existsSync(join(caseDir, 'expect.json'))) continue;
     try {
-      const ids = (JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] }).ids;
+      const ids = (
+        JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] }
+      ).ids;
       const ref = await runForward(loadModel(caseDir, { backend: cpu }), ids);
       const got = await runForward(loadModel(caseDir, { backend: gpu }), ids);
       const s = compareLogits(got.logits, ref.logits);
@@ -76,10 +85,30 @@ export async function checkGolden(dir: string, cpu: Backend, gpu: Backend): Prom
       // bf16 activations flip near-tied MSA blocks and routes of these tiny models (the golden
       // README says so); a flip moves that position's logits entirely. Reported, not gated:
       // the f32 mode below is gated on expect.json.
-      rows.push({ check: `${name} bf16: median / max rel logit err`, value: `${s.medianRel.toExponential(1)} / ${s.maxRel.toExponential(1)}`, limit: 'info', pass: true });
-      rows.push({ check: `${name} bf16: positions over 2e-2`, value: `${s.overLimit}/${ref.logits.length}`, limit: 'info', pass: true });
-      rows.push({ check: `${name} bf16: top-1 flips (margin-checked)`, value: `${s.top1Mismatch}/${s.top1Checked}`, limit: 'info', pass: true });
-      rows.push({ check: `${name} bf16: routed-expert rows differing`, value: `${routeDiff}/${routeRows}`, limit: 'info', pass: true });
+      rows.push({
+        check: `${name} bf16: median / max rel logit err`,
+        value: `${s.medianRel.toExponential(1)} / ${s.maxRel.toExponential(1)}`,
+        limit: 'info',
+        pass: true,
+      });
+      rows.push({
+        check: `${name} bf16: positions over 2e-2`,
+        value: `${s.overLimit}/${ref.logits.length}`,
+        limit: 'info',
+        pass: true,
+      });
+      rows.push({
+        check: `${name} bf16: top-1 flips (margin-checked)`,
+        value: `${s.top1Mismatch}/${s.top1Checked}`,
+        limit: 'info',
+        pass: true,
+      });
+      rows.push({
+        check: `${name} bf16: routed-expert rows differing`,
+        value: `${routeDiff}/${routeRows}`,
+        limit: 'info',
+        pass: true,
+      });
     } catch (e) {
       console.error(`${name}: ${(e as Error).stack ?? String(e)}`);
       rows.push({ check: `${name}`, value: 'error', limit: '-', pass: false });
@@ -90,7 +119,8 @@ export async function checkGolden(dir: string, cpu: Backend, gpu: Backend): Prom
 
 /** Seed 002: with fusion on, every captured row has K distinct routed ids < E and one id E. */
 export async function checkFusionCapture(caseDir: string, gpu: Backend): Promise<Row> {
-  const ids = (JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] }).ids;
+  const ids = (JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] })
+    .ids;
   const model = loadModel(caseDir, { backend: gpu, fuseSharedExperts: true });
   const { numExperts: E, numExpertsPerTok: K } = model.cfg;
   const { kv, pageTable } = singleSequenceCache(model, ids.length);
@@ -110,10 +140,16 @@ export async function checkFusionCapture(caseDir: string, gpu: Backend): Promise
       total++;
       const row = Array.from(rowsOfLayer.subarray(t * (K + 1), (t + 1) * (K + 1)));
       const routed = row.filter((e) => e < E);
-      if (new Set(routed).size !== K || row.filter((e) => e === E).length !== 1 || row[K] !== E) bad++;
+      if (new Set(routed).size !== K || row.filter((e) => e === E).length !== 1 || row[K] !== E)
+        bad++;
     }
   }
-  return { check: 'fusion capture: K distinct routed < E + one shared', value: `${bad}/${total} bad`, limit: '0', pass: bad === 0 && total > 0 };
+  return {
+    check: 'fusion capture: K distinct routed < E + one shared',
+    value: `${bad}/${total} bad`,
+    limit: '0',
+    pass: bad === 0 && total > 0,
+  };
 }
 
 /** The float32 mode of the CUDA backend against expect.json under the golden pass rule. */

@@ -35,10 +35,12 @@ async function main(): Promise<void> {
   }
   if (only.has('golden')) {
     const rows = await checkGolden(golden, cpu, gpu);
-    rows.push(await checkFusionCapture(join(golden, 'tiny-moe'), gpu).catch((e: Error) => {
-      console.error(e.stack);
-      return { check: 'fusion capture', value: 'error', limit: '-', pass: false };
-    }));
+    rows.push(
+      await checkFusionCapture(join(golden, 'tiny-moe'), gpu).catch((e: Error) => {
+        console.error(e.stack);
+        return { check: 'fusion capture', value: 'error', limit: '-', pass: false };
+      }),
+    );
     const gpu32 = await createCudaBackend({ float32: true });
     rows.push(...(await checkGoldenExpect(golden, gpu32)));
     printTable('golden: model on CUDA vs CPU (bf16), CUDA f32 mode vs expect.json', rows);

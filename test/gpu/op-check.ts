@@ -115,15 +115,20 @@ export function checkOps(cpu: Backend, gpu: Backend): Row[] {
   );
 
   run('addRmsNorm', () =>
-    [128, 6144].map((n) => {
-      const r = b.rand([T, n], 'bf16', 4);
-      const x = b.rand([T, n], 'bf16', 5);
-      const w = b.rand([n], 'f32', 6, 0.1);
-      const out = b.zeros([T, n], 'bf16');
-      cpu.addRmsNorm(out.cpu, r.cpu, x.cpu, w.cpu, 1e-6);
-      gpu.addRmsNorm(out.gpu, r.gpu, x.gpu, w.gpu, 1e-6);
-      return [floatRow(`addRmsNorm out, D=${n}`, b.rel(out)), floatRow(`addRmsNorm residual, D=${n}`, b.rel(r))];
-    }).flat(),
+    [128, 6144]
+      .map((n) => {
+        const r = b.rand([T, n], 'bf16', 4);
+        const x = b.rand([T, n], 'bf16', 5);
+        const w = b.rand([n], 'f32', 6, 0.1);
+        const out = b.zeros([T, n], 'bf16');
+        cpu.addRmsNorm(out.cpu, r.cpu, x.cpu, w.cpu, 1e-6);
+        gpu.addRmsNorm(out.gpu, r.gpu, x.gpu, w.gpu, 1e-6);
+        return [
+          floatRow(`addRmsNorm out, D=${n}`, b.rel(out)),
+          floatRow(`addRmsNorm residual, D=${n}`, b.rel(r)),
+        ];
+      })
+      .flat(),
   );
 
   run('matmul', () => {
@@ -174,7 +179,10 @@ export function checkOps(cpu: Backend, gpu: Backend): Row[] {
     const o2 = { numHeads: 2, headDim: 16, rotaryDim: 8, theta: 1e4 };
     cpu.rope(y.cpu, m.cpu, o2);
     gpu.rope(y.gpu, m.gpu, o2);
-    return [floatRow('rope f32 Dh 128 rot 64', b.rel(x), 1e-5), floatRow('rope bf16 Dh 16 rot 8', b.rel(y))];
+    return [
+      floatRow('rope f32 Dh 128 rot 64', b.rel(x), 1e-5),
+      floatRow('rope bf16 Dh 16 rot 8', b.rel(y)),
+    ];
   });
 
   run('swigluOai', () => {
@@ -259,14 +267,30 @@ export function checkOps(cpu: Backend, gpu: Backend): Row[] {
         const gu = bb.rand([Etot, 2 * I, D], dt, 33 + D, 2 / Math.sqrt(D));
         const dn = bb.rand([Etot, D, I], dt, 34 + D, 2 / Math.sqrt(I));
         const ew = (side: 'cpu' | 'gpu'): ExpertWeights => ({
-          gateUp: gu[side], down: dn[side], firstExpert: 0, numLocalExperts: Etot,
+          gateUp: gu[side],
+          down: dn[side],
+          firstExpert: 0,
+          numLocalExperts: Etot,
         });
         const o = bb.zeros([TT, D], dt);
         const mo = { alpha: 1.702, limit: 7 };
         cpu.moe(o.cpu, x.cpu, ids.cpu, wts.cpu, ew('cpu'), mo);
-        gpu.moe(o.gpu, x.gpu, bb.gpu.upload(cpu.readI32(ids.cpu), [TT, width], 'i32'), wts.gpu, ew('gpu'), mo);
+        gpu.moe(
+          o.gpu,
+          x.gpu,
+          bb.gpu.upload(cpu.readI32(ids.cpu), [TT, width], 'i32'),
+          wts.gpu,
+          ew('gpu'),
+          mo,
+        );
         const path = dt === 'bf16' ? 'tensor cores' : 'scalar f32';
-        out.push(floatRow(`moe ${path} D=${D} I=${I} (shared ${shared ?? 'off'})`, bb.rel(o), dt === 'bf16' ? BF16_LIMIT : 1e-5));
+        out.push(
+          floatRow(
+            `moe ${path} D=${D} I=${I} (shared ${shared ?? 'off'})`,
+            bb.rel(o),
+            dt === 'bf16' ? BF16_LIMIT : 1e-5,
+          ),
+        );
       }
     }
     return out;

@@ -6,11 +6,25 @@ import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 
 const OPS = [
-  'embedding', 'rmsNorm', 'addRmsNorm', 'matmul', 'add', 'rope', 'writeCache', 'attention',
-  'msaSelect', 'swigluOai', 'routerTopK', 'moe', 'gatherLogitRows',
+  'embedding',
+  'rmsNorm',
+  'addRmsNorm',
+  'matmul',
+  'add',
+  'rope',
+  'writeCache',
+  'attention',
+  'msaSelect',
+  'swigluOai',
+  'routerTopK',
+  'moe',
+  'gatherLogitRows',
 ] as const;
 
-export async function profileOps(gpu: CudaBackend, fn: () => Promise<unknown>): Promise<[string, number][]> {
+export async function profileOps(
+  gpu: CudaBackend,
+  fn: () => Promise<unknown>,
+): Promise<[string, number][]> {
   const dev = gpu.dev;
   const marks: [string, unknown, unknown][] = [];
   const target = gpu as unknown as Record<string, (...a: unknown[]) => unknown>;

@@ -21,7 +21,12 @@ function rowsOf(logits: Float32Array, n: number): Float32Array[] {
   return Array.from({ length: n }, (_, i) => logits.subarray(i * V, (i + 1) * V));
 }
 
-function expertAgreement(got: Record<string, Int32Array>, ref: Record<string, Int32Array>, T: number, K: number): { rows: number; differing: number } {
+function expertAgreement(
+  got: Record<string, Int32Array>,
+  ref: Record<string, Int32Array>,
+  T: number,
+  K: number,
+): { rows: number; differing: number } {
   let rows = 0;
   let differing = 0;
   for (const [layer, r] of Object.entries(ref)) {
@@ -29,41 +34,69 @@ function expertAgreement(got: Record<string, Int32Array>, ref: Record<string, In
     const w = r.length / T;
     for (let t = 0; t < T; t++) {
       rows++;
-      const a = Array.from(r.subarray(t * w, t * w + K)).sort((x, y) => x - y).join(',');
-      const b = g ? Array.from(g.subarray(t * w, t * w + K)).sort((x, y) => x - y).join(',') : '';
+      const a = Array.from(r.subarray(t * w, t * w + K))
+        .sort((x, y) => x - y)
+        .join(',');
+      const b = g
+        ? Array.from(g.subarray(t * w, t * w + K))
+            .sort((x, y) => x - y)
+            .join(',')
+        : '';
       if (a !== b) differing++;
     }
   }
   return { rows, differing };
 }
 
-export async function realCheck(gpu: CudaBackend, model: MiniMaxM3Model, T: number): Promise<Record<string, unknown>> {
+export async function realCheck(
+  gpu: CudaBackend,
+  model: MiniMaxM3Model,
+  T: number,
+): Promise<Record<string, unknown>> {
   const cfg = model.cfg;
   const t0 = performance.now();
   const cpu = new LazyExpertCpuBackend(gpu);
-  const cpuModel = new MiniMaxM3Model(cfg, mirrorWeights(gpu, cpu, model.weights), cpu, new SingleRankCommunicator());
+  const cpuModel = new MiniMaxM3Model(
+    cfg,
+    mirrorWeights(gpu, cpu, model.weights),
+    cpu,
+    new SingleRankCommunicator(),
+  );
   console.log(`mirrored weights to the CPU in ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
   const pages = Math.ceil((T + 2) / PAGE);
   const pageTable = Int32Array.from({ length: pages }, (_, i) => 1 + i);
   const kvG = allocKvCache(gpu, cfg, { tpRank: 0, tpSize: 1 }, pages + 1, PAGE);
   const kvC = allocKvCache(cpu, cfg, { tpRank: 0, tpSize: 1 }, pages + 1, PAGE);
-  const ids = Int32Array.from({ length: T }, (_, i) => (i * 2654435761) % cfg.vocabSize >>> 0);
+  const ids = Int32Array.from({ length: T }, (_, i) => ((i * 2654435761) % cfg.vocabSize) >>> 0);
   const prefill: ForwardBatch = {
-    tokenIds: ids, seqs: [{ numCached: 0, numNew: T, pageTable }], pageSize: PAGE, logitsFor: 'all', captureRoutedExperts: true,
+    tokenIds: ids,
+    seqs: [{ numCached: 0, numNew: T, pageTable }],
+    pageSize: PAGE,
+    logitsFor: 'all',
+    captureRoutedExperts: true,
   };
   const g = await model.forward(prefill, kvG);
   const t1 = performance.now();
   const c = await cpuModel.forward(prefill, kvC);
-  console.log(`CPU reference prefill of ${T} tokens: ${((performance.now() - t1) / 1e3).toFixed(1)} s`);
+  console.log(
+    `CPU reference prefill of ${T} tokens: ${((performance.now() - t1) / 1e3).toFixed(1)} s`,
+  );
   const pre = compareLogits(rowsOf(g.logits, T), rowsOf(c.logits, T));
   const experts = expertAgreement(g.routedExperts, c.routedExperts, T, cfg.numExpertsPerTok);
   // Two decode steps: the GPU replays a captured graph (batch 1), the CPU runs eagerly.
-  const graphs = new DecodeGraphs(gpu, (b) => model.forward(b, kvG), { sizes: [1, 2], maxPagesPerSeq: pages, padPage: 0 });
+  const graphs = new DecodeGraphs(gpu, (b) => model.forward(b, kvG), {
+    sizes: [1, 2],
+    maxPagesPerSeq: pages,
+    padPage: 0,
+  });
   let next = argmax(c.logits, (T - 1) * cfg.vocabSize, cfg.vocabSize);
   const decode: Record<string, number>[] = [];
   for (let s = 0; s < 2; s++) {
     const batch: ForwardBatch = {
-      tokenIds: Int32Array.of(next), seqs: [{ numCached: T + s, numNew: 1, pageTable }], pageSize: PAGE, logitsFor: 'last',
+      tokenIds: Int32Array.of(next),
+      seqs: [{ numCached: T + s, numNew: 1, pageTable }],
+      pageSize: PAGE,
+      logitsFor: 'last',
     };
     const gg = await graphs.run(batch);
     const cc = await cpuModel.forward(batch, kvC);
@@ -78,7 +111,10 @@ export async function realCheck(gpu: CudaBackend, model: MiniMaxM3Model, T: numb
     prefillTop1Flips: `${pre.top1Mismatch}/${pre.top1Checked}`,
     expertRowsDiffering: `${experts.differing}/${experts.rows}`,
     decode,
-    pass: pre.maxRel < 2e-2 && pre.top1Mismatch === 0 && decode.every((d) => d['rel']! < 2e-2 && d['top1Flips'] === 0),
+    pass:
+      pre.maxRel < 2e-2 &&
+      pre.top1Mismatch === 0 &&
+      decode.every((d) => d['rel']! < 2e-2 && d['top1Flips'] === 0),
   };
   console.log(`real-dimension check: ${JSON.stringify(result)}`);
   return result;

@@ -13,7 +13,10 @@ import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { parseModelConfig, type ModelConfig } from '../../src/config/model-config.js';
 import type {
-  AttentionWeights, LayerWeights, MlpWeights, ModelWeights,
+  AttentionWeights,
+  LayerWeights,
+  MlpWeights,
+  ModelWeights,
 } from '../../src/model/minimax-m3/weights.js';
 import { PRESETS, withNumLayers } from '../../src/model/weights/random-presets.js';
 import type { DType } from '../../src/tensor/dtype.js';
@@ -25,7 +28,12 @@ export function realConfig(numMoeLayers: number): ModelConfig {
 }
 
 /** Builds every weight on the GPU; `fuse` puts the shared expert in as expert id E. */
-export function buildGpuWeights(gpu: CudaBackend, cfg: ModelConfig, fuse: boolean, seed = 1): ModelWeights {
+export function buildGpuWeights(
+  gpu: CudaBackend,
+  cfg: ModelConfig,
+  fuse: boolean,
+  seed = 1,
+): ModelWeights {
   let n = seed * 1000;
   const make = (shape: Shape, dtype: DType, std: number): Tensor => {
     const t = gpu.alloc(shape, dtype);
@@ -41,9 +49,15 @@ export function buildGpuWeights(gpu: CudaBackend, cfg: ModelConfig, fuse: boolea
     const sparse = cfg.sparseLayers[i] && cfg.sparse;
     const Di = cfg.sparse?.indexDim ?? 0;
     const attn: AttentionWeights = {
-      qProj: lin(H * Dh, D), kProj: lin(Hkv * Dh, D), vProj: lin(Hkv * Dh, D), oProj: lin(D, H * Dh),
-      qNorm: norm(Dh), kNorm: norm(Dh),
-      index: sparse ? { qProj: lin(Hkv * Di, D), kProj: lin(Di, D), qNorm: norm(Di), kNorm: norm(Di) } : null,
+      qProj: lin(H * Dh, D),
+      kProj: lin(Hkv * Dh, D),
+      vProj: lin(Hkv * Dh, D),
+      oProj: lin(D, H * Dh),
+      qNorm: norm(Dh),
+      kNorm: norm(Dh),
+      index: sparse
+        ? { qProj: lin(Hkv * Di, D), kProj: lin(Di, D), qNorm: norm(Di), kNorm: norm(Di) }
+        : null,
     };
     let moe: LayerWeights['moe'] = null;
     if (cfg.moeLayers[i]) {
@@ -64,11 +78,19 @@ export function buildGpuWeights(gpu: CudaBackend, cfg: ModelConfig, fuse: boolea
       };
     }
     layers.push({
-      inputNorm: norm(D), postAttnNorm: norm(D), attn,
-      mlp: cfg.moeLayers[i] ? null : mlp(cfg.denseIntermediateSize), moe,
+      inputNorm: norm(D),
+      postAttnNorm: norm(D),
+      attn,
+      mlp: cfg.moeLayers[i] ? null : mlp(cfg.denseIntermediateSize),
+      moe,
     });
   }
-  const w: ModelWeights = { embed: make([V, D], 'bf16', 1), norm: norm(D), lmHead: lin(V, D), layers };
+  const w: ModelWeights = {
+    embed: make([V, D], 'bf16', 1),
+    norm: norm(D),
+    lmHead: lin(V, D),
+    layers,
+  };
   gpu.synchronize();
   return w;
 }
@@ -89,13 +111,26 @@ export class LazyExpertCpuBackend extends CpuBackend {
     super();
   }
 
-  override moe(out: Tensor, x: Tensor, ids: Tensor, weights: Tensor, ew: ExpertWeights, o: MoeOptions): void {
+  override moe(
+    out: Tensor,
+    x: Tensor,
+    ids: Tensor,
+    weights: Tensor,
+    ew: ExpertWeights,
+    o: MoeOptions,
+  ): void {
     if (!(ew.gateUp instanceof LazyExperts) || !(ew.down instanceof LazyExperts)) {
       super.moe(out, x, ids, weights, ew, o);
       return;
     }
     const idv = this.readI32(ids);
-    const used = [...new Set(Array.from(idv).filter((e) => e >= ew.firstExpert && e < ew.firstExpert + ew.numLocalExperts))].sort((a, b) => a - b);
+    const used = [
+      ...new Set(
+        Array.from(idv).filter(
+          (e) => e >= ew.firstExpert && e < ew.firstExpert + ew.numLocalExperts,
+        ),
+      ),
+    ].sort((a, b) => a - b);
     const local = new Map(used.map((e, j) => [e, j]));
     const [, I2, D] = ew.gateUp.shape as [number, number, number];
     const I = I2 / 2;
@@ -103,7 +138,10 @@ export class LazyExpertCpuBackend extends CpuBackend {
     const dn = new Float32Array(used.length * D * I);
     used.forEach((e, j) => {
       const le = e - ew.firstExpert;
-      gu.set(this.gpu.readF32(this.gpu.rows((ew.gateUp as LazyExperts).gpuTensor, le, 1)), j * I2 * D);
+      gu.set(
+        this.gpu.readF32(this.gpu.rows((ew.gateUp as LazyExperts).gpuTensor, le, 1)),
+        j * I2 * D,
+      );
       dn.set(this.gpu.readF32(this.gpu.rows((ew.down as LazyExperts).gpuTensor, le, 1)), j * D * I);
     });
     const remapped = Int32Array.from(idv, (e) => local.get(e) ?? -1);
@@ -120,7 +158,8 @@ export class LazyExpertCpuBackend extends CpuBackend {
 /** Copies the GPU weights to `cpu` (experts stay on the GPU, see LazyExpertCpuBackend). */
 export function mirrorWeights(gpu: CudaBackend, cpu: Backend, w: ModelWeights): ModelWeights {
   const copy = (t: Tensor): Tensor => cpu.upload(gpu.readF32(t), t.shape, t.dtype);
-  const mlp = (m: MlpWeights | null): MlpWeights | null => (m ? { gateUp: copy(m.gateUp), down: copy(m.down) } : null);
+  const mlp = (m: MlpWeights | null): MlpWeights | null =>
+    m ? { gateUp: copy(m.gateUp), down: copy(m.down) } : null;
   return {
     embed: copy(w.embed),
     norm: copy(w.norm),
@@ -129,10 +168,19 @@ export function mirrorWeights(gpu: CudaBackend, cpu: Backend, w: ModelWeights): 
       inputNorm: copy(l.inputNorm),
       postAttnNorm: copy(l.postAttnNorm),
       attn: {
-        qProj: copy(l.attn.qProj), kProj: copy(l.attn.kProj), vProj: copy(l.attn.vProj), oProj: copy(l.attn.oProj),
-        qNorm: copy(l.attn.qNorm), kNorm: copy(l.attn.kNorm),
+        qProj: copy(l.attn.qProj),
+        kProj: copy(l.attn.kProj),
+        vProj: copy(l.attn.vProj),
+        oProj: copy(l.attn.oProj),
+        qNorm: copy(l.attn.qNorm),
+        kNorm: copy(l.attn.kNorm),
         index: l.attn.index
-          ? { qProj: copy(l.attn.index.qProj), kProj: copy(l.attn.index.kProj), qNorm: copy(l.attn.index.qNorm), kNorm: copy(l.attn.index.kNorm) }
+          ? {
+              qProj: copy(l.attn.index.qProj),
+              kProj: copy(l.attn.index.kProj),
+              qNorm: copy(l.attn.index.qNorm),
+              kNorm: copy(l.attn.index.kNorm),
+            }
           : null,
       },
       mlp: mlp(l.mlp),
@@ -153,7 +201,11 @@ export function mirrorWeights(gpu: CudaBackend, cpu: Backend, w: ModelWeights): 
 }
 
 /** Bytes of weights one decode step reads at batch B (uniform routing): the roofline input. */
-export function decodeWeightBytes(cfg: ModelConfig, B: number, fuse: boolean): { always: number; experts: number } {
+export function decodeWeightBytes(
+  cfg: ModelConfig,
+  B: number,
+  fuse: boolean,
+): { always: number; experts: number } {
   const { hiddenSize: D, headDim: Dh, numHeads: H, numKvHeads: Hkv, vocabSize: V } = cfg;
   const Di = cfg.sparse?.indexDim ?? 0;
   let always = V * D; // lm_head (the embedding reads only B rows)

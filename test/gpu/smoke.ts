@@ -41,16 +41,26 @@ function timeEvents(gpu: CudaBackend, reps: number, inner: number, fn: () => voi
 export function smoke(gpu: CudaBackend): Ceilings {
   const dev = gpu.dev;
   const mem = dev.memInfo();
-  console.log(`device ${dev.name} (${dev.arch}, ${dev.smCount} SMs), ${(mem.free / 2 ** 30).toFixed(1)} of ${(mem.total / 2 ** 30).toFixed(1)} GiB free`);
-  console.log(`libraries: ${Object.entries(dev.libs.paths).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  console.log(
+    `device ${dev.name} (${dev.arch}, ${dev.smCount} SMs), ${(mem.free / 2 ** 30).toFixed(1)} of ${(mem.total / 2 ** 30).toFixed(1)} GiB free`,
+  );
+  console.log(
+    `libraries: ${Object.entries(dev.libs.paths)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
   console.log(`nvrtc ${gpu.ctx.kernels.nvrtcVersion}, cuBLAS ${gpu.gemm.version}`);
   for (const [file, fn] of Object.entries(KERNEL_FILES)) {
     const t0 = performance.now();
     gpu.ctx.kernels.fn(file, fn);
-    console.log(`  kernels/${file}.cu: ${(performance.now() - t0).toFixed(0)} ms (compile or cache)`);
+    console.log(
+      `  kernels/${file}.cu: ${(performance.now() - t0).toFixed(0)} ms (compile or cache)`,
+    );
   }
   const st = gpu.ctx.kernels.stats;
-  console.log(`  compiled ${st.compiled}, from cache ${st.cached}, NVRTC time ${st.compileMs.toFixed(0)} ms`);
+  console.log(
+    `  compiled ${st.compiled}, from cache ${st.cached}, NVRTC time ${st.compileMs.toFixed(0)} ms`,
+  );
 
   // cuBLAS bf16 GEMM 8192^3 on random data.
   const n = 8192;
@@ -61,7 +71,9 @@ export function smoke(gpu: CudaBackend): Ceilings {
   gpu.fillRandom(Bm, 2, 1);
   const gemmMs = timeEvents(gpu, 5, 10, () => gpu.matmul(C, A, Bm));
   const gemmTflops = (2 * n ** 3) / (gemmMs * 1e-3) / 1e12;
-  console.log(`cuBLAS bf16 GEMM 8192^3: ${gemmMs.toFixed(3)} ms = ${gemmTflops.toFixed(0)} TFLOP/s`);
+  console.log(
+    `cuBLAS bf16 GEMM 8192^3: ${gemmMs.toFixed(3)} ms = ${gemmTflops.toFixed(0)} TFLOP/s`,
+  );
   for (const t of [A, Bm, C]) gpu.free(t);
 
   // Device-to-device copy, 2 GiB each way counted as read + write.
@@ -71,7 +83,9 @@ export function smoke(gpu: CudaBackend): Ceilings {
   dev.memsetAsync(src, 1, bytes);
   const copyMs = timeEvents(gpu, 5, 3, () => dev.copyAsync(dst, src, bytes));
   const copyTBs = (2 * bytes) / (copyMs * 1e-3) / 1e12;
-  console.log(`device copy 2 GiB: ${copyMs.toFixed(3)} ms = ${copyTBs.toFixed(2)} TB/s (read + write)`);
+  console.log(
+    `device copy 2 GiB: ${copyMs.toFixed(3)} ms = ${copyTBs.toFixed(2)} TB/s (read + write)`,
+  );
   dev.free(src, bytes);
   dev.free(dst, bytes);
 
@@ -79,7 +93,8 @@ export function smoke(gpu: CudaBackend): Ceilings {
   const x = gpu.alloc([256], 'f32');
   const fn = gpu.ctx.kernels.fn('elementwise', 'add_fff');
   const xp = (x as unknown as { ptr: number }).ptr;
-  const launch = (): void => dev.launch(fn, strideGrid(gpu.ctx, 256), [256, 1, 1], 0, 'pppl', xp, xp, xp, 256);
+  const launch = (): void =>
+    dev.launch(fn, strideGrid(gpu.ctx, 256), [256, 1, 1], 0, 'pppl', xp, xp, xp, 256);
   for (let i = 0; i < 200; i++) launch();
   dev.sync();
   const N = 5000;
@@ -93,6 +108,8 @@ export function smoke(gpu: CudaBackend): Ceilings {
   const graphMs = timeEvents(gpu, 5, 3, () => graph.launch());
   const launchUsGraph = (graphMs * 1e3) / 1000;
   graph.destroy();
-  console.log(`launch: ${launchUsEager.toFixed(2)} us host time eager, ${launchUsGraph.toFixed(2)} us per kernel in a graph`);
+  console.log(
+    `launch: ${launchUsEager.toFixed(2)} us host time eager, ${launchUsGraph.toFixed(2)} us per kernel in a graph`,
+  );
   return { gemmTflops, copyTBs, launchUsEager, launchUsGraph };
 }

@@ -13,7 +13,13 @@ function pow2AtLeast(n: number, max: number, what: string): number {
 }
 
 export function attention(
-  ctx: OpContext, out: Tensor, q: Tensor, k: Tensor, v: Tensor, meta: CudaBatchMeta, o: AttentionOptions,
+  ctx: OpContext,
+  out: Tensor,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  meta: CudaBatchMeta,
+  o: AttentionOptions,
 ): void {
   const T = meta.numTokens;
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
@@ -42,9 +48,28 @@ export function attention(
   const splits = Math.max(1, Math.min(16, Math.floor((2 * ctx.dev.smCount) / (T * Hkv))));
   const part = splits > 1 ? ctx.ws.get('attention.partials', T * H * splits * (Dh + 2) * 4) : 0;
   ctx.dev.launch(
-    fn, [T, Hkv, splits], [128, 1, 1], smem, 'pppppppiiiiiifpip',
-    qo.ptr, qi.ptr, kc.ptr, vc.ptr, meta.positions, meta.seqOfToken, meta.pageTable,
-    meta.pageStride, T, H, Hkv, Dh, S, o.scale, blocks, topk, part,
+    fn,
+    [T, Hkv, splits],
+    [128, 1, 1],
+    smem,
+    'pppppppiiiiiifpip',
+    qo.ptr,
+    qi.ptr,
+    kc.ptr,
+    vc.ptr,
+    meta.positions,
+    meta.seqOfToken,
+    meta.pageTable,
+    meta.pageStride,
+    T,
+    H,
+    Hkv,
+    Dh,
+    S,
+    o.scale,
+    blocks,
+    topk,
+    part,
   );
   if (splits > 1) {
     const comb = ctx.kernels.fn('attention', 'attention_combine', defines);
@@ -53,7 +78,12 @@ export function attention(
 }
 
 export function msaSelect(
-  ctx: OpContext, out: Tensor, idxQ: Tensor, idxK: Tensor, meta: CudaBatchMeta, o: MsaOptions,
+  ctx: OpContext,
+  out: Tensor,
+  idxQ: Tensor,
+  idxK: Tensor,
+  meta: CudaBatchMeta,
+  o: MsaOptions,
 ): void {
   const T = meta.numTokens;
   const { numIndexHeads: Hi, indexDim: Di, topk } = o;
@@ -63,12 +93,31 @@ export function msaSelect(
   if (kc.shape.length !== 3 || kc.shape[2] !== Di)
     throw new Error(`msaSelect: index cache shape [${kc.shape.join(', ')}] is not [P, S, ${Di}]`);
   const S = kc.shape[1]!;
-  const fn = ctx.kernels.fn('msa', `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`);
+  const fn = ctx.kernels.fn(
+    'msa',
+    `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`,
+  );
   const smem = Math.ceil(((Di + meta.pageStride) * 4 + meta.pageStride) / 16) * 16;
   ensureSmem(ctx, fn, smem);
   ctx.dev.launch(
-    fn, [T, Hi, 1], [128, 1, 1], smem, 'ppppppiiiiiiii',
-    oo.ptr, qi.ptr, kc.ptr, meta.positions, meta.seqOfToken, meta.pageTable,
-    meta.pageStride, T, Hi, Di, S, topk, o.initBlocks, o.localBlocks,
+    fn,
+    [T, Hi, 1],
+    [128, 1, 1],
+    smem,
+    'ppppppiiiiiiii',
+    oo.ptr,
+    qi.ptr,
+    kc.ptr,
+    meta.positions,
+    meta.seqOfToken,
+    meta.pageTable,
+    meta.pageStride,
+    T,
+    Hi,
+    Di,
+    S,
+    topk,
+    o.initBlocks,
+    o.localBlocks,
   );
 }

@@ -75,7 +75,9 @@ export class BatchMetaStore {
     put(offsets[4]!, layout.logitRows);
     batch.seqs.forEach((s, i) => {
       if (s.pageTable.length > stride)
-        throw new Error(`cuda: sequence ${i} has ${s.pageTable.length} pages, the captured page stride is ${stride}`);
+        throw new Error(
+          `cuda: sequence ${i} has ${s.pageTable.length} pages, the captured page stride is ${stride}`,
+        );
       const base = offsets[5]! + i * stride;
       put(base, s.pageTable);
       for (let p = s.pageTable.length; p < stride; p++) v.setInt32((base + p) * 4, 0, true);

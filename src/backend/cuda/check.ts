@@ -36,7 +36,8 @@ export class Checker {
   /** nvrtcResult: 0 is NVRTC_SUCCESS. `log` is appended for compile errors. */
   nvrtc(res: number, what: string, log = ''): void {
     if (res === 0) return;
-    const name = (this.libs.nvrtc.nvrtcGetErrorString(res) as string | null) ?? `nvrtcResult ${res}`;
+    const name =
+      (this.libs.nvrtc.nvrtcGetErrorString(res) as string | null) ?? `nvrtcResult ${res}`;
     throw new CudaError(`${what}: ${name}${log ? `\n${log}` : ''}`, 'nvrtc', res);
   }
 

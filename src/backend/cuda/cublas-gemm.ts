@@ -29,7 +29,10 @@ export class CublasGemm {
     dev.check.cublas(cublas.cublasSetStream(this.handle, dev.stream), 'cublasSetStream');
     // A fixed workspace: cuBLAS must not allocate while a CUDA graph is being captured.
     const ws = dev.malloc(WORKSPACE_BYTES, 'cuBLAS workspace');
-    dev.check.cublas(cublas.cublasSetWorkspace(this.handle, ws, WORKSPACE_BYTES), 'cublasSetWorkspace');
+    dev.check.cublas(
+      cublas.cublasSetWorkspace(this.handle, ws, WORKSPACE_BYTES),
+      'cublasSetWorkspace',
+    );
     const v = [0];
     dev.check.cublas(cublas.cublasGetVersion(this.handle, v), 'cublasGetVersion');
     this.version = v[0]!;
@@ -37,19 +40,39 @@ export class CublasGemm {
 
   /** out[M, N] = x[M, K] . w[N, K]^T (optionally += when accumulate). */
   gemm(
-    out: number, outType: GemmType,
-    x: number, w: number, inType: GemmType,
-    M: number, N: number, K: number,
+    out: number,
+    outType: GemmType,
+    x: number,
+    w: number,
+    inType: GemmType,
+    M: number,
+    N: number,
+    K: number,
     accumulate = false,
   ): void {
     const t = (d: GemmType): number => (d === 'bf16' ? CUDA_R_16BF : CUDA_R_32F);
     const res = this.dev.libs.cublas.cublasGemmEx(
-      this.handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K,
-      this.one, w, t(inType), K,
-      x, t(inType), K,
-      accumulate ? this.one : this.zero, out, t(outType), N,
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT,
+      this.handle,
+      CUBLAS_OP_T,
+      CUBLAS_OP_N,
+      N,
+      M,
+      K,
+      this.one,
+      w,
+      t(inType),
+      K,
+      x,
+      t(inType),
+      K,
+      accumulate ? this.one : this.zero,
+      out,
+      t(outType),
+      N,
+      CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT,
     ) as number;
-    if (res !== 0) this.dev.check.cublas(res, `cublasGemmEx(M=${M}, N=${N}, K=${K}, ${inType} -> ${outType})`);
+    if (res !== 0)
+      this.dev.check.cublas(res, `cublasGemmEx(M=${M}, N=${N}, K=${K}, ${inType} -> ${outType})`);
   }
 }

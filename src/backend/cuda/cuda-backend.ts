@@ -5,7 +5,13 @@
  * `createCudaBackend()`; on a machine without a usable GPU that throws one clear line.
  */
 import type {
-  AttentionOptions, Backend, BatchMeta, ExpertWeights, MoeOptions, MsaOptions, RopeOptions,
+  AttentionOptions,
+  Backend,
+  BatchMeta,
+  ExpertWeights,
+  MoeOptions,
+  MsaOptions,
+  RopeOptions,
   RouterOptions,
 } from '../backend.js';
 import type { ForwardBatch } from '../forward-batch.js';
@@ -79,7 +85,11 @@ export class CudaBackend implements Backend {
     const bytes = Math.max(1, numel(shape) * DTYPE_BYTES[dtype]);
     let block: PoolBlock;
     if (bytes >= EXACT_ALLOC_BYTES) {
-      block = { ptr: this.dev.malloc(bytes, `tensor ${shapeStr(shape)} ${dtype}`), bytes, inUse: true };
+      block = {
+        ptr: this.dev.malloc(bytes, `tensor ${shapeStr(shape)} ${dtype}`),
+        bytes,
+        inUse: true,
+      };
       this.exact.add(block);
     } else {
       block = this.pool.take(bytes);
@@ -89,7 +99,8 @@ export class CudaBackend implements Backend {
 
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
     const n = numel(shape);
-    if (data.length !== n) throw new Error(`upload: ${data.length} values for shape ${shapeStr(shape)}`);
+    if (data.length !== n)
+      throw new Error(`upload: ${data.length} values for shape ${shapeStr(shape)}`);
     const t = this.allocRaw(shape, dtype);
     dtype = t.dtype;
     if (this.dev.isCapturing) {
@@ -112,9 +123,12 @@ export class CudaBackend implements Backend {
    * stays alive with the graph, so every replay copies the same values.
    */
   private uploadCaptured(t: CudaTensor, data: Float32Array | Int32Array): void {
-    if (t.dtype === 'bf16') throw new Error('cuda: bf16 upload during graph capture is not supported');
+    if (t.dtype === 'bf16')
+      throw new Error('cuda: bf16 upload during graph capture is not supported');
     const pinned = this.dev.pinned(Math.max(4, data.byteLength));
-    new Uint8Array(pinned.view.buffer, 0, data.byteLength).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    new Uint8Array(pinned.view.buffer, 0, data.byteLength).set(
+      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    );
     this.capturePinned.push(pinned);
     this.dev.uploadAsync(t.ptr, pinned.address, data.byteLength);
   }
@@ -170,7 +184,8 @@ export class CudaBackend implements Backend {
     const block = c.block;
     if (!block || !block.inUse) return;
     if (this.exact.has(block)) {
-      if (this.dev.isCapturing) throw new Error('cuda: freeing a large tensor during graph capture');
+      if (this.dev.isCapturing)
+        throw new Error('cuda: freeing a large tensor during graph capture');
       this.dev.sync();
       block.inUse = false;
       this.exact.delete(block);
@@ -182,7 +197,8 @@ export class CudaBackend implements Backend {
 
   view(t: Tensor, shape: Shape): Tensor {
     const c = cuda(t, 'view');
-    if (numel(shape) !== c.numel) throw new Error(`view: ${shapeStr(t.shape)} cannot be viewed as ${shapeStr(shape)}`);
+    if (numel(shape) !== c.numel)
+      throw new Error(`view: ${shapeStr(t.shape)} cannot be viewed as ${shapeStr(shape)}`);
     return new CudaTensor(shape, c.dtype, c.ptr, null);
   }
 
@@ -191,12 +207,21 @@ export class CudaBackend implements Backend {
     const rowElems = numel(t.shape.slice(1));
     if (start < 0 || start + count > (t.shape[0] ?? 0))
       throw new Error(`rows: [${start}, ${start + count}) outside ${shapeStr(t.shape)}`);
-    return new CudaTensor([count, ...t.shape.slice(1)], c.dtype, c.ptr + start * rowElems * DTYPE_BYTES[c.dtype], null);
+    return new CudaTensor(
+      [count, ...t.shape.slice(1)],
+      c.dtype,
+      c.ptr + start * rowElems * DTYPE_BYTES[c.dtype],
+      null,
+    );
   }
 
   /** Free and total device memory in bytes (for sizing the KV cache). */
   memoryInfo(): { free: number; total: number; pool: number; workspace: number } {
-    return { ...this.dev.memInfo(), pool: this.pool.reservedBytes, workspace: this.ctx.ws.totalBytes };
+    return {
+      ...this.dev.memInfo(),
+      pool: this.pool.reservedBytes,
+      workspace: this.ctx.ws.totalBytes,
+    };
   }
 
   // ------------------------------------------------------------------ steps and graphs
@@ -280,7 +305,14 @@ export class CudaBackend implements Backend {
     if (xi.dtype !== wi.dtype) {
       // Mixed operands (the f32 router on bf16 activations): convert x to w's type.
       xp = this.ctx.ws.get(`matmul.x.${wi.dtype}`, M * K * DTYPE_BYTES[wi.dtype]);
-      ew.convert(this.ctx, xp, wi.dtype === 'f32' ? 'f' : 'b', xi.ptr, xi.dtype === 'f32' ? 'f' : 'b', M * K);
+      ew.convert(
+        this.ctx,
+        xp,
+        wi.dtype === 'f32' ? 'f' : 'b',
+        xi.ptr,
+        xi.dtype === 'f32' ? 'f' : 'b',
+        M * K,
+      );
     }
     const inType = wi.dtype as GemmType;
     if (inType === 'f32' && o.dtype === 'bf16') {
@@ -289,7 +321,12 @@ export class CudaBackend implements Backend {
       ew.convert(this.ctx, o.ptr, 'b', tmp, 'f', M * N);
       return;
     }
-    if (inType === 'bf16' && this.skinny && skinnyGemm(this.ctx, o.ptr, o.dtype === 'f32', xp, wi.ptr, M, N, K)) return;
+    if (
+      inType === 'bf16' &&
+      this.skinny &&
+      skinnyGemm(this.ctx, o.ptr, o.dtype === 'f32', xp, wi.ptr, M, N, K)
+    )
+      return;
     this.gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
   }
 
@@ -308,7 +345,14 @@ export class CudaBackend implements Backend {
     ew.writeCache(this.ctx, cache, x, meta as CudaBatchMeta);
   }
 
-  attention(out: Tensor, q: Tensor, k: Tensor, v: Tensor, meta: BatchMeta, o: AttentionOptions): void {
+  attention(
+    out: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    meta: BatchMeta,
+    o: AttentionOptions,
+  ): void {
     attention(this.ctx, out, q, k, v, meta as CudaBatchMeta, o);
   }
 
@@ -320,11 +364,24 @@ export class CudaBackend implements Backend {
     ew.swigluOai(this.ctx, out, gateUp, alpha, limit);
   }
 
-  routerTopK(ids: Tensor, weights: Tensor, logits: Tensor, bias: Tensor | null, o: RouterOptions): void {
+  routerTopK(
+    ids: Tensor,
+    weights: Tensor,
+    logits: Tensor,
+    bias: Tensor | null,
+    o: RouterOptions,
+  ): void {
     routerTopK(this.ctx, ids, weights, logits, bias, o);
   }
 
-  moe(out: Tensor, x: Tensor, ids: Tensor, weights: Tensor, experts: ExpertWeights, o: MoeOptions): void {
+  moe(
+    out: Tensor,
+    x: Tensor,
+    ids: Tensor,
+    weights: Tensor,
+    experts: ExpertWeights,
+    o: MoeOptions,
+  ): void {
     moe(this.ctx, out, x, ids, weights, experts, o);
   }
 

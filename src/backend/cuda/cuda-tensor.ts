@@ -30,8 +30,14 @@ export interface PoolBlock {
 }
 
 /** Casts to CudaTensor, checking dtype (one of `dtypes`) and, if given, the exact shape. */
-export function cuda(t: Tensor, what: string, dtypes?: readonly DType[], shape?: Shape): CudaTensor {
-  if (!(t instanceof CudaTensor)) throw new Error(`${what}: not a CUDA tensor (device ${t.device})`);
+export function cuda(
+  t: Tensor,
+  what: string,
+  dtypes?: readonly DType[],
+  shape?: Shape,
+): CudaTensor {
+  if (!(t instanceof CudaTensor))
+    throw new Error(`${what}: not a CUDA tensor (device ${t.device})`);
   if (dtypes && !dtypes.includes(t.dtype))
     throw new Error(`${what}: dtype ${t.dtype}, expected ${dtypes.join(' or ')}`);
   if (shape && (shape.length !== t.shape.length || shape.some((d, i) => d !== t.shape[i])))

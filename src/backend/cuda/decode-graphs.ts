@@ -84,10 +84,13 @@ export class DecodeGraphs {
    * The graph for `batch`'s padded size (captured after one eager warm-up step when new) and
    * the padded batch. Does not stage or replay: `run` does, and benchmarks time replays.
    */
-  async graphFor(batch: ForwardBatch): Promise<{ graph: CapturedGraph<StepResult>; padded: ForwardBatch; B: number; P: number }> {
+  async graphFor(
+    batch: ForwardBatch,
+  ): Promise<{ graph: CapturedGraph<StepResult>; padded: ForwardBatch; B: number; P: number }> {
     const B = batch.seqs.length;
     const P = this.sizes.find((s) => s >= B);
-    if (P === undefined || !this.canReplay(batch)) throw new Error(`decode graphs: batch of ${B} cannot be replayed`);
+    if (P === undefined || !this.canReplay(batch))
+      throw new Error(`decode graphs: batch of ${B} cannot be replayed`);
     const padded = this.pad(batch, P);
     const key = `${P}:${batch.captureRoutedExperts ? 1 : 0}`;
     let graph = this.graphs.get(key);
@@ -109,7 +112,11 @@ export class DecodeGraphs {
   private pad(batch: ForwardBatch, P: number): ForwardBatch {
     const B = batch.seqs.length;
     if (B === P) return batch;
-    const padSeq: SeqInBatch = { numCached: 0, numNew: 1, pageTable: Int32Array.of(this.o.padPage) };
+    const padSeq: SeqInBatch = {
+      numCached: 0,
+      numNew: 1,
+      pageTable: Int32Array.of(this.o.padPage),
+    };
     const tokenIds = new Int32Array(P);
     tokenIds.set(batch.tokenIds);
     return {
@@ -122,7 +129,8 @@ export class DecodeGraphs {
   private unpad(r: StepResult, B: number, P: number): StepResult {
     const V = r.logits.length / r.numRows;
     const routedExperts: Record<string, Int32Array> = {};
-    for (const [k, v] of Object.entries(r.routedExperts)) routedExperts[k] = v.subarray(0, (v.length / P) * B);
+    for (const [k, v] of Object.entries(r.routedExperts))
+      routedExperts[k] = v.subarray(0, (v.length / P) * B);
     return { logits: r.logits.subarray(0, B * V), numRows: B, routedExperts };
   }
 

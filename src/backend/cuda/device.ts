@@ -116,7 +116,12 @@ export class CudaDevice {
   pinned(bytes: number): PinnedBuffer {
     const h: [unknown] = [null];
     this.check.cu(this.libs.cu.cuMemAllocHost(h, bytes), `cuMemAllocHost(${fmtBytes(bytes)})`);
-    return new PinnedBuffer(h[0], native.address(h[0]), bytes, new DataView(native.view(h[0], bytes)));
+    return new PinnedBuffer(
+      h[0],
+      native.address(h[0]),
+      bytes,
+      new DataView(native.view(h[0], bytes)),
+    );
   }
 
   /** Synchronous upload from JS memory (waits for the stream first). */
@@ -142,7 +147,10 @@ export class CudaDevice {
 
   copyAsync(dst: number, src: number, bytes: number): void {
     if (bytes === 0) return;
-    this.check.cu(this.libs.cu.cuMemcpyDtoDAsync(dst, src, bytes, this.stream), 'cuMemcpyDtoDAsync');
+    this.check.cu(
+      this.libs.cu.cuMemcpyDtoDAsync(dst, src, bytes, this.stream),
+      'cuMemcpyDtoDAsync',
+    );
   }
 
   memsetAsync(dst: number, byte: number, bytes: number): void {
@@ -156,7 +164,11 @@ export class CudaDevice {
 
   setMaxDynamicSmem(fn: KernelFn, bytes: number): void {
     this.check.cu(
-      this.libs.cu.cuFuncSetAttribute(fn.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+      this.libs.cu.cuFuncSetAttribute(
+        fn.handle,
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bytes,
+      ),
       `cuFuncSetAttribute(${fn.name}, max dynamic smem ${bytes})`,
     );
   }
@@ -173,7 +185,8 @@ export class CudaDevice {
     sig: ArgSig,
     ...args: number[]
   ): void {
-    if (sig.length !== args.length) throw new Error(`launch ${fn.name}: ${sig.length} kinds, ${args.length} args`);
+    if (sig.length !== args.length)
+      throw new Error(`launch ${fn.name}: ${sig.length} kinds, ${args.length} args`);
     const v = this.argView;
     for (let i = 0; i < args.length; i++) {
       const a = args[i]!;
@@ -181,7 +194,7 @@ export class CudaDevice {
       switch (sig.charCodeAt(i)) {
         case 112: // p
         case 108: // l
-          v.setUint32(off, a % 4294967296 >>> 0, true);
+          v.setUint32(off, (a % 4294967296) >>> 0, true);
           v.setInt32(off + 4, Math.floor(a / 4294967296), true);
           break;
         case 105: // i
@@ -202,10 +215,23 @@ export class CudaDevice {
     }
     if (grid[0] === 0 || grid[1] === 0 || grid[2] === 0) return;
     const res = this.libs.cu.cuLaunchKernel(
-      fn.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, this.stream,
-      this.paramArray, null,
+      fn.handle,
+      grid[0],
+      grid[1],
+      grid[2],
+      block[0],
+      block[1],
+      block[2],
+      smem,
+      this.stream,
+      this.paramArray,
+      null,
     ) as number;
-    if (res !== 0) this.check.cu(res, `cuLaunchKernel(${fn.name}, grid ${grid.join('x')}, block ${block.join('x')}, smem ${smem})`);
+    if (res !== 0)
+      this.check.cu(
+        res,
+        `cuLaunchKernel(${fn.name}, grid ${grid.join('x')}, block ${block.join('x')}, smem ${smem})`,
+      );
   }
 
   createEvent(): unknown {
@@ -275,8 +301,10 @@ export class CudaGraph {
   }
 
   destroy(): void {
-    if (this.exec) this.dev.check.cu(this.dev.libs.cu.cuGraphExecDestroy(this.exec), 'cuGraphExecDestroy');
-    if (this.graph) this.dev.check.cu(this.dev.libs.cu.cuGraphDestroy(this.graph), 'cuGraphDestroy');
+    if (this.exec)
+      this.dev.check.cu(this.dev.libs.cu.cuGraphExecDestroy(this.exec), 'cuGraphExecDestroy');
+    if (this.graph)
+      this.dev.check.cu(this.dev.libs.cu.cuGraphDestroy(this.graph), 'cuGraphDestroy');
     this.exec = null;
     this.graph = null;
   }

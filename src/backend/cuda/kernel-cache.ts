@@ -6,7 +6,14 @@
  * Compile errors carry NVRTC's error name and its full log.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +36,9 @@ export function findKernelDir(): string {
     if (up === dir) break;
     dir = up;
   }
-  throw new Error('cuda: kernel sources (src/backend/cuda/kernels) not found; set MOESERVE_KERNEL_DIR');
+  throw new Error(
+    'cuda: kernel sources (src/backend/cuda/kernels) not found; set MOESERVE_KERNEL_DIR',
+  );
 }
 
 export function kernelCacheDir(): string {
@@ -55,7 +64,9 @@ export class KernelCache {
     private readonly dir = findKernelDir(),
     private readonly cacheDir = kernelCacheDir(),
   ) {
-    const names = readdirSync(dir).filter((f) => f.endsWith(HEADER_EXT)).sort();
+    const names = readdirSync(dir)
+      .filter((f) => f.endsWith(HEADER_EXT))
+      .sort();
     this.headers = { names, sources: names.map((n) => readFileSync(join(dir, n), 'utf8')) };
     this.options = compileOptions(dev.arch);
     const maj = [0];
@@ -65,8 +76,14 @@ export class KernelCache {
   }
 
   /** The kernel `name` from `kernels/<file>.cu`, compiled with `defines` (-DKEY=VALUE). */
-  fn(file: string, name: string, defines: Readonly<Record<string, string | number>> = {}): KernelFn {
-    const defs = Object.entries(defines).map(([k, v]) => `-D${k}=${v}`).sort();
+  fn(
+    file: string,
+    name: string,
+    defines: Readonly<Record<string, string | number>> = {},
+  ): KernelFn {
+    const defs = Object.entries(defines)
+      .map(([k, v]) => `-D${k}=${v}`)
+      .sort();
     const key = `${file}:${defs.join(' ')}:${name}`;
     const hit = this.functions.get(key);
     if (hit) return hit;
@@ -87,7 +104,10 @@ export class KernelCache {
     if (hit) return hit;
     const cubin = this.cubin(file, defs);
     const out: [unknown] = [null];
-    this.dev.check.cu(this.dev.libs.cu.cuModuleLoadData(out, cubin), `cuModuleLoadData(${file}.cu ${defs.join(' ')})`);
+    this.dev.check.cu(
+      this.dev.libs.cu.cuModuleLoadData(out, cubin),
+      `cuModuleLoadData(${file}.cu ${defs.join(' ')})`,
+    );
     this.modules.set(key, out[0]);
     return out[0];
   }
@@ -95,13 +115,22 @@ export class KernelCache {
   private cubin(file: string, defs: string[]): Buffer {
     const source = readFileSync(join(this.dir, `${file}.cu`), 'utf8');
     const options = [...this.options, ...defs];
-    const path = join(this.cacheDir, cubinName(file, source, this.headers, options, this.nvrtcVersion));
+    const path = join(
+      this.cacheDir,
+      cubinName(file, source, this.headers, options, this.nvrtcVersion),
+    );
     if (existsSync(path)) {
       this.stats.cached++;
       return readFileSync(path);
     }
     const t0 = performance.now();
-    const bin = nvrtcCompile(this.dev.libs.nvrtc, `${file}.cu`, source, this.headers, options).cubin;
+    const bin = nvrtcCompile(
+      this.dev.libs.nvrtc,
+      `${file}.cu`,
+      source,
+      this.headers,
+      options,
+    ).cubin;
     this.stats.compileMs += performance.now() - t0;
     this.stats.compiled++;
     try {
@@ -114,7 +143,6 @@ export class KernelCache {
     }
     return bin;
   }
-
 }
 
 /** NVRTC options for an architecture (shared with the offline precompile). */
@@ -152,7 +180,14 @@ export function nvrtcCompile(
     const err = (nvrtc.nvrtcGetErrorString(res) as string | null) ?? `nvrtcResult ${res}`;
     throw new CudaError(`${what}: ${err}${log ? `\n${log}` : ''}`, 'nvrtc', res);
   };
-  let res = nvrtc.nvrtcCreateProgram(prog, source, name, headers.names.length, headers.sources, headers.names) as number;
+  let res = nvrtc.nvrtcCreateProgram(
+    prog,
+    source,
+    name,
+    headers.names.length,
+    headers.sources,
+    headers.names,
+  ) as number;
   if (res !== 0) fail(res, `nvrtcCreateProgram(${name})`);
   try {
     res = nvrtc.nvrtcCompileProgram(prog[0], options.length, options) as number;
