@@ -101,6 +101,13 @@ function declareDriver(lib: Lib) {
       'cuLaunchKernel',
       'int %(void *fn, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t smem, void *stream, uint64_t params, void *extra)',
     ),
+    ...declareDriverExec(d),
+  };
+}
+
+/** Streams, events and graphs (split from declareDriver to keep functions short). */
+function declareDriverExec(d: (names: string | readonly string[], sig: string) => Fn) {
+  return {
     cuStreamCreate: d('cuStreamCreate', 'int %(_Out_ void **stream, uint32_t flags)'),
     cuStreamSynchronize: d('cuStreamSynchronize', 'int %(void *stream)'),
     cuEventCreate: d('cuEventCreate', 'int %(_Out_ void **ev, uint32_t flags)'),

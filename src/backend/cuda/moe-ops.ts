@@ -49,6 +49,169 @@ function tileRows(rows: number, experts: number): number {
   return perExpert <= 16 ? 16 : perExpert <= 32 ? 32 : 64;
 }
 
+interface MoePlan {
+  readonly T: number;
+  readonly D: number;
+  readonly I: number;
+  readonly E: number;
+  readonly Kw: number;
+  /** Token slots, T * Kw. */
+  readonly n: number;
+  readonly BT: number;
+  readonly maxTiles: number;
+  readonly mma: boolean;
+  /** Workspace pointers. */
+  readonly buf: Readonly<Record<(typeof BUFFERS)[number], number>>;
+}
+
+const BUFFERS = [
+  'counts',
+  'offsets',
+  'cursor',
+  'tileExpert',
+  'tileStart',
+  'numTiles',
+  'perm',
+  'slotRow',
+  'act',
+  'y',
+] as const;
+
+function planMoe(
+  ctx: OpContext,
+  T: number,
+  D: number,
+  I: number,
+  E: number,
+  Kw: number,
+  mma: boolean,
+): MoePlan {
+  const n = T * Kw;
+  const BT = mma ? tileRows(n, E) : 1 << 30;
+  // Each non-empty expert adds at most one partial tile, and at most min(E, n) are non-empty.
+  const maxTiles = mma ? Math.ceil(n / BT) + Math.min(E, n) : E;
+  const bytes: Record<(typeof BUFFERS)[number], number> = {
+    counts: E * 4,
+    offsets: (E + 1) * 4,
+    cursor: E * 4,
+    tileExpert: maxTiles * 4,
+    tileStart: maxTiles * 4,
+    numTiles: 4,
+    perm: n * 4,
+    slotRow: n * 4,
+    act: n * I * (mma ? 2 : 4),
+    y: n * D * 4,
+  };
+  const buf = Object.fromEntries(
+    BUFFERS.map((b) => [b, ctx.ws.get(`moe.${b}`, bytes[b])]),
+  ) as MoePlan['buf'];
+  return { T, D, I, E, Kw, n, BT, maxTiles, mma, buf };
+}
+
+/** Counts per expert, tile table, and the permutation of token slots grouped by expert. */
+function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
+  const { dev } = ctx;
+  const { buf: b, n, E } = p;
+  const k = (name: string) => ctx.kernels.fn('moe', name);
+  dev.memsetAsync(b.counts, 0, E * 4);
+  dev.launch(
+    k('moe_count'),
+    strideGrid(ctx, n),
+    [256, 1, 1],
+    0,
+    'ppiii',
+    ...[b.counts, ids, n, first, E],
+  );
+  const scanArgs = [
+    b.offsets,
+    b.cursor,
+    b.tileExpert,
+    b.tileStart,
+    b.numTiles,
+    b.counts,
+    E,
+    p.BT,
+    p.maxTiles,
+  ];
+  dev.launch(k('moe_scan'), [1, 1, 1], [32, 1, 1], 0, 'ppppppiii', ...scanArgs);
+  const scatterArgs = [b.perm, b.slotRow, b.cursor, b.offsets, ids, n, first, E];
+  dev.launch(k('moe_scatter'), strideGrid(ctx, n), [256, 1, 1], 0, 'pppppiii', ...scatterArgs);
+}
+
+/** Fused gate|up + SwiGLU and down GEMMs on tensor cores (bf16). */
+function mmaGemms(
+  ctx: OpContext,
+  p: MoePlan,
+  gu: number,
+  x: number,
+  dn: number,
+  w: number,
+  o: MoeOptions,
+): void {
+  const { buf: b, BT, D, I, Kw } = p;
+  if (p.maxTiles > 65535)
+    throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
+  const tiles = [b.offsets, b.tileExpert, b.tileStart, b.numTiles];
+  const fgu = ctx.kernels.fn('moe', `moe_mma_gu_${BT}`);
+  const sgu = MMA_STAGES * (2 * 64 + BT) * MMA_PITCH * 2;
+  ensureSmem(ctx, fgu, sgu);
+  const guArgs = [gu, x, b.perm, Kw, ...tiles, D, I, b.act, o.alpha, o.limit];
+  ctx.dev.launch(
+    fgu,
+    [Math.ceil(I / 64), p.maxTiles, 1],
+    [128, 1, 1],
+    sgu,
+    'pppippppiipff',
+    ...guArgs,
+  );
+  const fdn = ctx.kernels.fn('moe', `moe_mma_down_${BT}`);
+  const sdn = MMA_STAGES * (64 + BT) * MMA_PITCH * 2;
+  ensureSmem(ctx, fdn, sdn);
+  const dnArgs = [dn, b.act, b.perm, Kw, ...tiles, I, D, b.y, w];
+  ctx.dev.launch(
+    fdn,
+    [Math.ceil(D / 64), p.maxTiles, 1],
+    [128, 1, 1],
+    sdn,
+    'pppippppiipp',
+    ...dnArgs,
+  );
+}
+
+/** Warp-per-output fallback for f32 weights or shapes the tensor-core path does not take. */
+function scalarGemms(
+  ctx: OpContext,
+  p: MoePlan,
+  letters: string,
+  wl: string,
+  gu: number,
+  x: number,
+  dn: number,
+  w: number,
+  o: MoeOptions,
+): void {
+  const { buf: b, n, D, I, E, Kw } = p;
+  if (n > 65535) throw new Error(`moe: ${n} token slots exceed the scalar path's grid limit`);
+  const guArgs = [gu, x, b.perm, Kw, b.offsets, E, D, I, b.act, o.alpha, o.limit];
+  ctx.dev.launch(
+    ctx.kernels.fn('moe', `moe_gu_scalar_${letters}`),
+    [Math.ceil(I / 8), n, 1],
+    [256, 1, 1],
+    0,
+    'pppipiiipff',
+    ...guArgs,
+  );
+  const dnArgs = [dn, b.act, b.perm, b.offsets, E, I, D, b.y, w];
+  ctx.dev.launch(
+    ctx.kernels.fn('moe', `moe_down_scalar_${wl}`),
+    [Math.ceil(D / 8), n, 1],
+    [256, 1, 1],
+    0,
+    'ppppiiipp',
+    ...dnArgs,
+  );
+}
+
 export function moe(
   ctx: OpContext,
   out: Tensor,
@@ -62,171 +225,30 @@ export function moe(
   const E = ew.numLocalExperts;
   const I = ew.down.shape[2]!;
   const Kw = ids.shape[1]!;
-  const n = T * Kw;
   const xo = cuda(out, 'moe.out', ['bf16', 'f32'], [T, D]);
   const xi = cuda(x, 'moe.x', ['bf16', 'f32']);
   const ii = cuda(ids, 'moe.ids', ['i32'], [T, Kw]);
   const wi = cuda(weights, 'moe.weights', ['f32'], [T, Kw]);
   const gu = cuda(ew.gateUp, 'moe.gateUp', ['bf16', 'f32'], [E, 2 * I, D]);
   const dn = cuda(ew.down, 'moe.down', [gu.dtype], [E, D, I]);
-  const { dev, ws } = ctx;
   const mma = gu.dtype === 'bf16' && xi.dtype === 'bf16' && D % 64 === 0 && I % 64 === 0;
-  const BT = mma ? tileRows(n, E) : 1 << 30;
-  // Each non-empty expert adds at most one partial tile, and at most min(E, n) are non-empty.
-  const maxTiles = mma ? Math.ceil(n / BT) + Math.min(E, n) : E;
-  const counts = ws.get('moe.counts', E * 4);
-  const offsets = ws.get('moe.offsets', (E + 1) * 4);
-  const cursor = ws.get('moe.cursor', E * 4);
-  const tileExpert = ws.get('moe.tileExpert', maxTiles * 4);
-  const tileStart = ws.get('moe.tileStart', maxTiles * 4);
-  const numTiles = ws.get('moe.numTiles', 4);
-  const perm = ws.get('moe.perm', n * 4);
-  const slotRow = ws.get('moe.slotRow', n * 4);
-  const act = ws.get('moe.act', n * I * (mma ? 2 : 4));
-  const y = ws.get('moe.y', n * D * 4);
-  const k = (name: string) => ctx.kernels.fn('moe', name);
-  dev.memsetAsync(counts, 0, E * 4);
-  dev.launch(
-    k('moe_count'),
-    strideGrid(ctx, n),
-    [256, 1, 1],
-    0,
-    'ppiii',
-    counts,
-    ii.ptr,
-    n,
-    ew.firstExpert,
-    E,
-  );
-  dev.launch(
-    k('moe_scan'),
-    [1, 1, 1],
-    [32, 1, 1],
-    0,
-    'ppppppiii',
-    offsets,
-    cursor,
-    tileExpert,
-    tileStart,
-    numTiles,
-    counts,
-    E,
-    BT,
-    maxTiles,
-  );
-  dev.launch(
-    k('moe_scatter'),
-    strideGrid(ctx, n),
-    [256, 1, 1],
-    0,
-    'pppppiii',
-    perm,
-    slotRow,
-    cursor,
-    offsets,
-    ii.ptr,
-    n,
-    ew.firstExpert,
-    E,
-  );
-  if (mma) {
-    if (maxTiles > 65535)
-      throw new Error(`moe: ${maxTiles} tiles exceed the grid limit; split the batch`);
-    const fgu = k(`moe_mma_gu_${BT}`);
-    const sgu = MMA_STAGES * (2 * 64 + BT) * MMA_PITCH * 2;
-    ensureSmem(ctx, fgu, sgu);
-    dev.launch(
-      fgu,
-      [Math.ceil(I / 64), maxTiles, 1],
-      [128, 1, 1],
-      sgu,
-      'pppippppiipff',
+  const p = planMoe(ctx, T, D, I, E, Kw, mma);
+  permute(ctx, p, ii.ptr, ew.firstExpert);
+  if (mma) mmaGemms(ctx, p, gu.ptr, xi.ptr, dn.ptr, wi.ptr, o);
+  else
+    scalarGemms(
+      ctx,
+      p,
+      `${letter(gu, 'moe')}${letter(xi, 'moe')}`,
+      letter(dn, 'moe'),
       gu.ptr,
       xi.ptr,
-      perm,
-      Kw,
-      offsets,
-      tileExpert,
-      tileStart,
-      numTiles,
-      D,
-      I,
-      act,
-      o.alpha,
-      o.limit,
-    );
-    const fdn = k(`moe_mma_down_${BT}`);
-    const sdn = MMA_STAGES * (64 + BT) * MMA_PITCH * 2;
-    ensureSmem(ctx, fdn, sdn);
-    dev.launch(
-      fdn,
-      [Math.ceil(D / 64), maxTiles, 1],
-      [128, 1, 1],
-      sdn,
-      'pppippppiipp',
       dn.ptr,
-      act,
-      perm,
-      Kw,
-      offsets,
-      tileExpert,
-      tileStart,
-      numTiles,
-      I,
-      D,
-      y,
       wi.ptr,
+      o,
     );
-  } else {
-    if (n > 65535) throw new Error(`moe: ${n} token slots exceed the scalar path's grid limit`);
-    const s = `${letter(gu, 'moe')}${letter(xi, 'moe')}`;
-    dev.launch(
-      k(`moe_gu_scalar_${s}`),
-      [Math.ceil(I / 8), n, 1],
-      [256, 1, 1],
-      0,
-      'pppipiiipff',
-      gu.ptr,
-      xi.ptr,
-      perm,
-      Kw,
-      offsets,
-      E,
-      D,
-      I,
-      act,
-      o.alpha,
-      o.limit,
-    );
-    dev.launch(
-      k(`moe_down_scalar_${letter(dn, 'moe')}`),
-      [Math.ceil(D / 8), n, 1],
-      [256, 1, 1],
-      0,
-      'ppppiiipp',
-      dn.ptr,
-      act,
-      perm,
-      offsets,
-      E,
-      I,
-      D,
-      y,
-      wi.ptr,
-    );
-  }
-  dev.launch(
-    k(`moe_combine_${letter(xo, 'moe')}`),
-    [T, 1, 1],
-    [256, 1, 1],
-    0,
-    'pppii',
-    xo.ptr,
-    y,
-    slotRow,
-    Kw,
-    D,
-  );
+  const comb = ctx.kernels.fn('moe', `moe_combine_${letter(xo, 'moe')}`);
+  ctx.dev.launch(comb, [T, 1, 1], [256, 1, 1], 0, 'pppii', xo.ptr, p.buf.y, p.buf.slotRow, Kw, D);
 }
 
 /**
