@@ -8,7 +8,7 @@ import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
 import { CONTROL } from '../transport/rendezvous.js';
 import type { FailureWatch } from './failure-watch.js';
 import type { LocalWorkers } from './local-workers.js';
-import type { ClosableCommunicator } from './rank-runtime.js';
+import { allReduceLoop, type ClosableCommunicator } from './rank-runtime.js';
 import { decodeStatus, encodeStep, type StepMessage } from './step-messages.js';
 
 /**
@@ -24,7 +24,7 @@ export class RankGroupDriver implements ForwardModel {
 
   constructor(
     readonly model: MiniMaxM3Model,
-    private readonly comm: ClosableCommunicator,
+    readonly comm: ClosableCommunicator,
     private readonly group: ProcessGroup,
     private readonly watch: FailureWatch,
     private readonly workers: LocalWorkers,
@@ -61,6 +61,22 @@ export class RankGroupDriver implements ForwardModel {
     try {
       this.send({ kind: 'forward', cacheId, stepId: this.nextStepId++, batch });
       return await this.watch.race(this.model.forward(batch, kv));
+    } catch (e) {
+      throw await this.watch.explain(e);
+    }
+  }
+
+  /** ms per all-reduce of `elems` elements, every rank looping in lockstep. */
+  async benchAllReduce(
+    elems: number,
+    dtype: 'bf16' | 'f32',
+    warmup: number,
+    iters: number,
+  ): Promise<number> {
+    const m = { kind: 'allreduce-bench', elems, dtype, warmup, iters } as const;
+    try {
+      this.send(m);
+      return await this.watch.race(allReduceLoop({ model: this.model, comm: this.comm }, m));
     } catch (e) {
       throw await this.watch.explain(e);
     }

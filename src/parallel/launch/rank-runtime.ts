@@ -4,6 +4,7 @@ import { loadModel } from '../../model/load-model.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import type { Communicator } from '../communicator.js';
 import { CpuCommunicator } from '../cpu/cpu-communicator.js';
+import { TimedCommunicator } from '../timed-communicator.js';
 import type { ProcessGroup } from '../transport/process-group.js';
 import type { RankSpec } from './step-messages.js';
 
@@ -22,7 +23,8 @@ export interface RankRuntime {
  */
 export async function createRankRuntime(spec: RankSpec, group: ProcessGroup): Promise<RankRuntime> {
   const backend = await createBackend(spec.backend);
-  const comm = await createCommunicator(spec, group, backend);
+  const inner = await createCommunicator(spec, group, backend);
+  const comm = spec.profileComm ? new TimedCommunicator(inner, () => backend.synchronize()) : inner;
   const model = loadModel(spec.modelDir, {
     backend,
     comm,
@@ -48,6 +50,25 @@ async function createCommunicator(
   // Loaded only when selected, so nothing else needs libnccl.
   const { createNcclCommunicator } = await import('../nccl/nccl-communicator.js');
   return createNcclCommunicator(group.rank, group.worldSize, group.table.payload, backend);
+}
+
+/** The all-reduce microbenchmark every rank runs in lockstep; returns ms per all-reduce. */
+export async function allReduceLoop(
+  rt: RankRuntime,
+  m: { elems: number; dtype: 'bf16' | 'f32'; warmup: number; iters: number },
+): Promise<number> {
+  const b = rt.model.backend;
+  const t = b.alloc([m.elems], m.dtype);
+  try {
+    for (let i = 0; i < m.warmup; i++) await rt.comm.allReduce(t);
+    b.synchronize();
+    const start = performance.now();
+    for (let i = 0; i < m.iters; i++) await rt.comm.allReduce(t);
+    b.synchronize();
+    return (performance.now() - start) / m.iters;
+  } finally {
+    b.free(t);
+  }
 }
 
 /** Rank 0, before the rendezvous: the NCCL unique id to hand out, or nothing. */

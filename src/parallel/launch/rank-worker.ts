@@ -2,7 +2,7 @@ import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
 import { PeerLostError } from '../transport/framed-socket.js';
 import { CONTROL } from '../transport/rendezvous.js';
 import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
-import { createRankRuntime, type RankRuntime } from './rank-runtime.js';
+import { allReduceLoop, createRankRuntime, type RankRuntime } from './rank-runtime.js';
 import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
 
 export interface RankWorkerOptions {
@@ -48,6 +48,9 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
           caches.delete(msg.cacheId);
           break;
         }
+        case 'allreduce-bench':
+          await allReduceLoop(loaded(rt), msg);
+          break;
         case 'shutdown':
           return;
       }

@@ -15,6 +15,8 @@ export interface RankSpec {
   readonly sp: boolean;
   readonly allReduceFusion: AllReduceFusion;
   readonly fuseSharedExperts: boolean;
+  /** Time every collective, with a device sync on each side (benchmarks only). */
+  readonly profileComm?: boolean;
 }
 
 export type StepMessage =
@@ -32,6 +34,14 @@ export type StepMessage =
       readonly batch: ForwardBatch;
     }
   | { readonly kind: 'free-kv'; readonly cacheId: number }
+  | {
+      /** Every rank runs `iters` all-reduces of `elems` elements (after `warmup` more). */
+      readonly kind: 'allreduce-bench';
+      readonly elems: number;
+      readonly dtype: 'bf16' | 'f32';
+      readonly warmup: number;
+      readonly iters: number;
+    }
   | { readonly kind: 'shutdown' };
 
 /** What a rank reports back to rank 0. */
@@ -51,6 +61,7 @@ const TAG: Record<StepMessage['kind'], number> = {
   forward: 3,
   'free-kv': 4,
   shutdown: 5,
+  'allreduce-bench': 6,
 };
 
 export function encodeStep(m: StepMessage): Uint8Array {
@@ -69,6 +80,12 @@ export function encodeStep(m: StepMessage): Uint8Array {
       break;
     case 'free-kv':
       w.u32(m.cacheId);
+      break;
+    case 'allreduce-bench':
+      w.u32(m.elems)
+        .u8(m.dtype === 'bf16' ? 1 : 0)
+        .u32(m.warmup)
+        .u32(m.iters);
       break;
     case 'shutdown':
       break;
@@ -90,6 +107,14 @@ export function decodeStep(bytes: Uint8Array): StepMessage {
       return { kind: 'free-kv', cacheId: r.u32() };
     case TAG.shutdown:
       return { kind: 'shutdown' };
+    case TAG['allreduce-bench']:
+      return {
+        kind: 'allreduce-bench',
+        elems: r.u32(),
+        dtype: r.u8() === 1 ? 'bf16' : 'f32',
+        warmup: r.u32(),
+        iters: r.u32(),
+      };
     default:
       throw new Error(`step message: unknown tag ${tag}`);
   }
