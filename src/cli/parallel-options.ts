@@ -11,6 +11,7 @@ import {
   superviseNode,
   type LaunchOptions,
 } from '../parallel/launch/launch-group.js';
+import type { InjectedFault } from '../parallel/launch/rank-worker.js';
 import type { RankSpec } from '../parallel/launch/step-messages.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
 
@@ -99,6 +100,18 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
   };
 }
 
+/**
+ * MOESERVE_FAULT_INJECT="rank=R,step=S[,mode=throw|block]" (tests): rank R throws at, or
+ * blocks its thread forever in, forward step S.
+ */
+export function injectedFault(rank: number): InjectedFault | undefined {
+  const spec = process.env['MOESERVE_FAULT_INJECT'];
+  if (!spec) return undefined;
+  const kv = Object.fromEntries(spec.split(',').map((p) => p.split('=') as [string, string]));
+  if (Number(kv['rank']) !== rank) return undefined;
+  return { step: Number(kv['step'] ?? 0), mode: kv['mode'] === 'block' ? 'block' : 'throw' };
+}
+
 /** The launch half of the flags (hosts, rendezvous) for a --tp > 1 spec. */
 export function launchOptionsFrom(
   values: Record<string, unknown>,
@@ -117,6 +130,7 @@ export function launchOptionsFrom(
     masterPort: intOption(values, 'master-port', 0),
     rendezvousTimeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
     log,
+    fault: injectedFault(0),
   };
 }
 

@@ -1,6 +1,8 @@
+import { HangWatchdog } from '../parallel/launch/hang-watchdog.js';
 import { runRankWorker } from '../parallel/launch/rank-worker.js';
 import { formGroupAsWorker } from '../parallel/transport/process-group.js';
 import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
+import { injectedFault } from './parallel-options.js';
 
 /**
  * `moeserve worker` (hidden): one rank of a multi-process job, started by the launcher of
@@ -43,7 +45,7 @@ export const workerCommand: Command = {
         bindHost: String(values['bind-host']),
         timeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
       });
-      await runRankWorker(group, { failAtStep: injectedFault(rank) });
+      await runRankWorker(group, { fault: injectedFault(rank) });
     } catch (e) {
       throw new Error(`rank ${rank}: ${(e as Error).message}`);
     } finally {
@@ -52,8 +54,13 @@ export const workerCommand: Command = {
   },
 };
 
-/** Exits when the launcher's end of our stdin closes (it exited or was killed). */
+/**
+ * Exits when the launcher's end of our stdin closes (it exited or was killed); if this thread
+ * is blocked when that happens, the hang watchdog kills the process instead.
+ */
 function watchLauncher(rank: number): () => void {
+  const watchdog = new HangWatchdog(`rank ${rank}`);
+  watchdog.watch(process.ppid);
   const gone = (): void => {
     console.error(`moeserve: rank ${rank}: the launcher went away, exiting`);
     process.exit(1);
@@ -62,16 +69,9 @@ function watchLauncher(rank: number): () => void {
   process.stdin.on('error', gone);
   process.stdin.resume();
   return () => {
+    watchdog.stop();
     process.stdin.off('end', gone);
     process.stdin.off('error', gone);
     process.stdin.destroy();
   };
-}
-
-/** MOESERVE_FAULT_INJECT="rank=R,step=S": rank R throws while handling forward step S (tests). */
-function injectedFault(rank: number): number | undefined {
-  const spec = process.env['MOESERVE_FAULT_INJECT'];
-  if (!spec) return undefined;
-  const kv = Object.fromEntries(spec.split(',').map((p) => p.split('=') as [string, string]));
-  return Number(kv['rank']) === rank ? Number(kv['step'] ?? 0) : undefined;
 }

@@ -190,6 +190,34 @@ describe('moeserve --tp N: one process per rank', () => {
     expect(node0.stdout.trim()).toBe(want.join(','));
   });
 
+  it('a rank blocked in a native call is killed by its watchdog when rank 0 dies', async () => {
+    const env = {
+      MOESERVE_FAULT_INJECT: 'rank=1,step=2,mode=block',
+      MOESERVE_HANG_WATCHDOG_S: '2',
+    };
+    const c = cli(longGenerate(2), env);
+    const pids = await rankPids(c);
+    await new Promise((r) => setTimeout(r, 500)); // rank 1 is now spinning in step 2
+    c.child.kill('SIGKILL');
+    await c.exited;
+    expect(await allGone(pids.values(), 15_000)).toEqual([]);
+  });
+
+  it('rank 0 blocked in a native call is ended by its watchdog when a worker dies', async () => {
+    const env = {
+      MOESERVE_FAULT_INJECT: 'rank=0,step=2,mode=block',
+      MOESERVE_HANG_WATCHDOG_S: '2',
+    };
+    const c = cli(longGenerate(4), env);
+    const pids = await rankPids(c);
+    await new Promise((r) => setTimeout(r, 500));
+    process.kill(pids.get(2)!, 'SIGKILL');
+    const { signal } = await c.exited;
+    expect(signal).toBe('SIGKILL');
+    expect(c.stderr).toMatch(/launcher: process \d+ is gone and this rank has been blocked/);
+    expect(await allGone(pids.values(), 15_000)).toEqual([]);
+  });
+
   it('the workers exit when rank 0 is killed with SIGKILL', async () => {
     const c = cli(longGenerate(2));
     const pids = await rankPids(c);

@@ -10,6 +10,7 @@ import { FailureWatch } from './failure-watch.js';
 import { LocalWorkers, type WorkerEntry } from './local-workers.js';
 import { RankGroupDriver, watchControl } from './rank-group-driver.js';
 import { createRankRuntime, rendezvousPayload } from './rank-runtime.js';
+import type { InjectedFault } from './rank-worker.js';
 import { encodeStep, type RankSpec } from './step-messages.js';
 
 /** torchrun-style placement of the ranks over hosts. */
@@ -27,6 +28,8 @@ export interface LaunchOptions {
   readonly workerEnv?: Readonly<Record<string, string>>;
   /** How to run `moeserve` for the workers; default: as this process was run. */
   readonly workerEntry?: WorkerEntry;
+  /** Test hook for rank 0's own forward steps. */
+  readonly fault?: InjectedFault;
 }
 
 /** The global ranks host `nodeRank` runs. */
@@ -61,7 +64,7 @@ export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver
     await watch.race(ready);
     const pids = [...workers.pids].map(([r, pid]) => `rank ${r} pid ${pid}`);
     o.log(`ranks ready: rank 0 pid ${process.pid}${pids.length ? `, ${pids.join(', ')}` : ''}`);
-    return new RankGroupDriver(rt.model, rt.comm, group, watch, workers);
+    return new RankGroupDriver(rt.model, rt.comm, group, watch, workers, o.fault);
   } catch (e) {
     const err = await watch.explain(e);
     watch.stop();

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { FailureWatch } from './failure-watch.js';
+import { HangWatchdog } from './hang-watchdog.js';
 
 /** The node flags and entry script that run `moeserve` (default: this process's own). */
 export interface WorkerEntry {
@@ -30,6 +31,7 @@ export class LocalWorkers {
   private readonly children = new Map<number, ChildProcess>();
   private readonly tails = new Map<number, string[]>();
   private stopping = false;
+  private watchdog: HangWatchdog | null = null;
 
   constructor(
     private readonly watch: FailureWatch,
@@ -69,6 +71,7 @@ export class LocalWorkers {
       this.watch.report(w.rank, 'exit', `${how}${last ? ` (${last})` : ''}`);
     });
     this.children.set(w.rank, child);
+    (this.watchdog ??= new HangWatchdog('launcher')).watch(child.pid ?? -1);
     return child.pid ?? -1;
   }
 
@@ -98,6 +101,8 @@ export class LocalWorkers {
     const timer = setTimeout(() => all.forEach((c) => c.kill('SIGKILL')), KILL_GRACE_MS);
     await Promise.all(all.map(exited));
     clearTimeout(timer);
+    this.watchdog?.stop();
+    this.watchdog = null;
   }
 }
 

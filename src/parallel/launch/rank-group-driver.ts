@@ -9,6 +9,7 @@ import { CONTROL } from '../transport/rendezvous.js';
 import type { FailureWatch } from './failure-watch.js';
 import type { LocalWorkers } from './local-workers.js';
 import { allReduceLoop, type ClosableCommunicator } from './rank-runtime.js';
+import { maybeFault, type InjectedFault } from './rank-worker.js';
 import { decodeStatus, encodeStep, type StepMessage } from './step-messages.js';
 
 /**
@@ -28,6 +29,7 @@ export class RankGroupDriver implements ForwardModel {
     private readonly group: ProcessGroup,
     private readonly watch: FailureWatch,
     private readonly workers: LocalWorkers,
+    private readonly fault?: InjectedFault,
   ) {}
 
   get cfg(): ModelConfig {
@@ -59,7 +61,9 @@ export class RankGroupDriver implements ForwardModel {
     if (cacheId === undefined)
       throw new Error('forward: this KV cache was not allocated by the group');
     try {
-      this.send({ kind: 'forward', cacheId, stepId: this.nextStepId++, batch });
+      const stepId = this.nextStepId++;
+      this.send({ kind: 'forward', cacheId, stepId, batch });
+      maybeFault(this.fault, stepId);
       return await this.watch.race(this.model.forward(batch, kv));
     } catch (e) {
       throw await this.watch.explain(e);

@@ -5,9 +5,21 @@ import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
 import { allReduceLoop, createRankRuntime, type RankRuntime } from './rank-runtime.js';
 import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
 
+/** Test hook: at forward step `step` (0-based) throw, or block the thread forever. */
+export interface InjectedFault {
+  readonly step: number;
+  readonly mode: 'throw' | 'block';
+}
+
 export interface RankWorkerOptions {
-  /** Test hook: throw while handling this forward step (0-based). */
-  readonly failAtStep?: number;
+  readonly fault?: InjectedFault;
+}
+
+/** Runs an injected fault when its step comes. */
+export function maybeFault(fault: InjectedFault | undefined, step: number): void {
+  if (!fault || fault.step !== step) return;
+  if (fault.mode === 'throw') throw new Error(`injected fault at step ${step}`);
+  for (;;); // 'block': a synchronous hang, like a device sync that never returns
 }
 
 /**
@@ -35,8 +47,7 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
           caches.set(msg.cacheId, loaded(rt).model.allocKv(msg.numPages, msg.pageSize));
           break;
         case 'forward': {
-          if (o.failAtStep === steps) throw new Error(`injected fault at step ${steps}`);
-          steps++;
+          maybeFault(o.fault, steps++);
           const kv = caches.get(msg.cacheId);
           if (!kv) throw new Error(`step ${msg.stepId}: unknown KV cache ${msg.cacheId}`);
           await loaded(rt).model.forward(msg.batch, kv);
