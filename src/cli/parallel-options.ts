@@ -11,6 +11,10 @@ import {
   superviseNode,
   type LaunchOptions,
 } from '../parallel/launch/launch-group.js';
+import {
+  DistributedModelRunner,
+  type DistributedRunnerOptions,
+} from '../parallel/launch/distributed-model-runner.js';
 import type { InjectedFault } from '../parallel/launch/rank-worker.js';
 import type { RankSpec } from '../parallel/launch/step-messages.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
@@ -161,6 +165,34 @@ export async function openModel(
   const driver = await launchRankGroup(launch);
   log(formatPlacementTable(driver.model.placement, driver.model.layout, spec.allReduceFusion));
   return { model: driver, close: () => driver.close(), abort: () => driver.abort() };
+}
+
+/**
+ * For `serve --tp N`: null when tp = 1 (build the single-rank runner as usual); 'other-host'
+ * when this host only ran worker ranks (they have exited); else the engine runner of the
+ * group rank 0 leads, with the placement table printed.
+ */
+export async function openDistributedRunner(
+  values: Record<string, unknown>,
+  m: ModelCommandOptions,
+  o: DistributedRunnerOptions = {},
+): Promise<DistributedModelRunner | 'other-host' | null> {
+  const spec = rankSpecFrom(values, m);
+  if (spec.tp === 1) return null;
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const launch = launchOptionsFrom(values, spec, log);
+  if (launch.nodeRank > 0) {
+    await superviseNode(launch);
+    return 'other-host';
+  }
+  const driver = await launchRankGroup(launch);
+  log(formatPlacementTable(driver.model.placement, driver.model.layout, spec.allReduceFusion));
+  try {
+    return new DistributedModelRunner(driver, o);
+  } catch (e) {
+    await driver.abort();
+    throw e;
+  }
 }
 
 /** Runs `fn` on the opened model, closing the group afterwards (and killing it on error). */
