@@ -19,6 +19,8 @@ export interface Backend {
   alloc(shape: Shape, dtype: DType): Tensor;
   /** Copies host data in. `dtype` is the storage the caller wants ('bf16' may be kept as f32 by a float32 backend). */
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor;
+  /** Copies host data into an existing tensor or `rows` view (same element count), converting to its dtype. */
+  write(dst: Tensor, data: Float32Array | Int32Array): void;
   /** Copies a float tensor out as float32 (synchronises). */
   readF32(t: Tensor): Float32Array;
   /** Copies an i32 tensor out (synchronises). */

@@ -46,6 +46,13 @@ export class CpuBackend implements Backend {
     return new CpuTensor(shape, dtype, dst, true);
   }
 
+  write(dst: Tensor, data: Float32Array | Int32Array): void {
+    const d = (dst as CpuTensor).data;
+    if (d.length !== data.length)
+      throw new Error(`write: ${data.length} values for shape ${shapeStr(dst.shape)}`);
+    d.set(data);
+  }
+
   /** Bytes of tensor memory in use (weights, KV cache, live scratch). */
   get bytesInUse(): number {
     return this.kernels.heap.inUse;

@@ -102,20 +102,24 @@ export class CudaBackend implements Backend {
     if (data.length !== n)
       throw new Error(`upload: ${data.length} values for shape ${shapeStr(shape)}`);
     const t = this.allocRaw(shape, dtype);
-    dtype = t.dtype;
+    this.write(t, data);
+    return t;
+  }
+
+  write(dst: Tensor, data: Float32Array | Int32Array): void {
+    const t = cuda(dst, 'write', ['f32', 'bf16', 'i32']);
+    if (data.length !== t.numel)
+      throw new Error(`write: ${data.length} values for shape ${shapeStr(t.shape)}`);
     if (this.dev.isCapturing) {
       this.uploadCaptured(t, data);
-    } else if (dtype === 'i32' || dtype === 'f32') {
-      if ((dtype === 'i32') !== data instanceof Int32Array)
-        throw new Error(`upload: ${data.constructor.name} cannot be stored as ${dtype}`);
+    } else if (t.dtype === 'i32' || t.dtype === 'f32') {
+      if ((t.dtype === 'i32') !== data instanceof Int32Array)
+        throw new Error(`write: ${data.constructor.name} cannot be stored as ${t.dtype}`);
       this.dev.upload(t.ptr, data);
-    } else if (dtype === 'bf16') {
-      if (!(data instanceof Float32Array)) throw new Error('upload: bf16 needs Float32Array data');
-      this.uploadAsBf16(t.ptr, data);
     } else {
-      throw new Error(`upload: dtype ${dtype} is not stored by the CUDA backend (bf16, f32, i32)`);
+      if (!(data instanceof Float32Array)) throw new Error('write: bf16 needs Float32Array data');
+      this.uploadAsBf16(t.ptr, data);
     }
-    return t;
   }
 
   /**

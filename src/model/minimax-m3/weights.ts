@@ -214,16 +214,18 @@ function loadMoe(
   const split = ep ? SINGLE_RANK : o.parallel;
   const numSlabs = numLocal + (fuse ? 1 : 0);
   const In = I / split.tpSize;
-  const gateUp = new Float32Array(numSlabs * 2 * In * D);
-  const down = new Float32Array(numSlabs * D * In);
+  // Written expert by expert into preallocated tensors: all 128 experts of a real layer are
+  // ~4.8e9 values, more than one host array can hold.
+  const gateUp = backend.alloc([numSlabs, 2 * In, D], 'bf16');
+  const down = backend.alloc([numSlabs, D, In], 'bf16');
   for (let j = 0; j < numSlabs; j++) {
     const e = e0 + j;
     const m =
       e < E
         ? readMlp(ckpt, `${p}.experts.${e}`, ['w1', 'w3', 'w2'], D, I, split)
         : readMlp(ckpt, `${p}.shared_experts`, ['gate_proj', 'up_proj', 'down_proj'], D, I, split);
-    gateUp.set(m.gateUp, j * 2 * In * D);
-    down.set(m.down, j * D * In);
+    backend.write(backend.rows(gateUp, j, 1), m.gateUp);
+    backend.write(backend.rows(down, j, 1), m.down);
   }
   return {
     gate: up(`${p}.gate.weight`, [E, D], {}, 'f32'),
@@ -232,8 +234,8 @@ function loadMoe(
         ? up(`${p}.e_score_correction_bias`, [E], {}, 'f32')
         : null,
     experts: {
-      gateUp: backend.upload(gateUp, [numSlabs, 2 * In, D], 'bf16'),
-      down: backend.upload(down, [numSlabs, D, In], 'bf16'),
+      gateUp,
+      down,
       firstExpert: e0,
       numLocalExperts: numSlabs,
     },
