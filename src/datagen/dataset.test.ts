@@ -5,7 +5,13 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { parseReasoning } from '../server/parsers/reasoning-parser.js';
 import { parseToolCalls } from '../server/parsers/tool-call-parser.js';
-import { conversation, trainingSamples, type TrainingSample } from './dataset.js';
+import {
+  conversation,
+  questionOf,
+  QUESTION_SUFFIXES,
+  trainingSamples,
+  type TrainingSample,
+} from './dataset.js';
 import { generateData } from './gen-data.js';
 import { Rng } from './rng.js';
 
@@ -116,5 +122,20 @@ describe('generateData', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('eval instruction suffixes', () => {
+  it('appear on some arithmetic questions and are stripped from the held-out key', () => {
+    const rng = new Rng(8);
+    let withSuffix = 0;
+    for (let i = 0; i < 400; i++) {
+      const c = conversation(rng);
+      const last = c.messages[c.messages.length - 1]?.content ?? '';
+      if (c.kind !== 'arithmetic' || last === questionOf(c)) continue;
+      withSuffix++;
+      expect(QUESTION_SUFFIXES.some((s) => last === questionOf(c) + s)).toBe(true);
+    }
+    expect(withSuffix).toBeGreaterThan(20);
   });
 });

@@ -9,8 +9,16 @@ import {
   type ToolCall,
   type ToolSpec,
 } from './m3-format.js';
+import { STOP_RATE_PROMPT_SUFFIX } from '../eval/stop-rate.js';
 import type { Rng } from './rng.js';
 import { TOOLS } from './tool-catalog.js';
+
+/** Instructions that eval tools append to a question (`moeserve eval stop-rate` adds the first). */
+export const QUESTION_SUFFIXES = [
+  STOP_RATE_PROMPT_SUFFIX,
+  '\n\nShow your steps.',
+  ' Answer with a number.',
+];
 
 export type ConversationKind = 'arithmetic' | 'tool' | 'chat';
 
@@ -45,7 +53,7 @@ const SYSTEM_PROMPTS = [
 function arithmeticTurn(rng: Rng): { user: string; turn: AssistantTurn; answer: number } {
   const p = arithmeticProblem(rng);
   return {
-    user: p.question,
+    user: rng.chance(0.3) ? p.question + rng.pick(QUESTION_SUFFIXES) : p.question,
     turn: { reasoning: arithmeticReasoning(p), content: arithmeticContent(p) },
     answer: p.answer,
   };
@@ -140,11 +148,17 @@ export function trainingSamples(c: Conversation): TrainingSample[] {
   ];
 }
 
-/** The last user message: the key used to keep held-out questions out of training. */
+/**
+ * The last user message without an eval instruction suffix: the key that keeps held-out
+ * questions out of training, and the question of the GSM8K-style file.
+ */
 export function questionOf(c: Conversation): string {
   for (let i = c.messages.length - 1; i >= 0; i--) {
     const m = c.messages[i];
-    if (m?.role === 'user') return m.content ?? '';
+    if (m?.role !== 'user') continue;
+    const q = m.content ?? '';
+    const suffix = QUESTION_SUFFIXES.find((x) => q.endsWith(x));
+    return suffix ? q.slice(0, -suffix.length) : q;
   }
   return '';
 }

@@ -41,6 +41,7 @@ export function heldoutConversations(rng: Rng, n: number): Conversation[] {
     const left = want[c.kind] ?? 0;
     const q = questionOf(c);
     if (left <= 0 || (c.kind !== 'chat' && seen.has(q))) continue;
+    // Held-out arithmetic is the bare question: the eval tools add their own instructions.
     if (c.kind === 'arithmetic') c.messages = [{ role: 'user', content: q }];
     if (c.kind === 'arithmetic' || c.kind === 'chat') delete c.tools;
     seen.add(q);
@@ -83,6 +84,29 @@ export function heldoutPrompts(c: Conversation): Record<string, unknown>[] {
       final_answer: c.finalTurn?.content,
     },
   ];
+}
+
+/**
+ * A held-out tool conversation as a `moeserve eval tool-loop` scenario (src/eval/tool-scenario.ts):
+ * the task is the user question, each tool answers with the scripted result (the needed tool with
+ * the conversation's result, the others with an error), and the expected call is the needed tool.
+ */
+export function toolScenario(c: Conversation, name: string): Record<string, unknown> {
+  const needed = c.turn.toolCalls?.[0]?.name;
+  const sys = c.messages.find((m) => m.role === 'system');
+  return {
+    name,
+    ...(sys ? { system: sys.content } : {}),
+    task: questionOf(c),
+    tools: (c.tools ?? []).map((t) => ({
+      ...t.function,
+      results: [
+        t.function.name === needed ? JSON.parse(c.toolResult ?? '{}') : { error: 'not needed' },
+      ],
+    })),
+    expectedCalls: needed ? [needed] : [],
+    maxTurns: 3,
+  };
 }
 
 function jsonl(rows: readonly unknown[]): string {
@@ -131,6 +155,16 @@ export async function generateData(opts: GenDataOptions): Promise<GenDataManifes
     'chat_template.jinja': M3_CHAT_TEMPLATE,
   };
   for (const [name, text] of Object.entries(files)) await writeFile(join(opts.outDir, name), text);
+  const scenarioDir = join(opts.outDir, 'tool-scenarios');
+  await mkdir(scenarioDir, { recursive: true });
+  const toolConvs = held.filter((c) => c.kind === 'tool');
+  for (const [i, c] of toolConvs.entries()) {
+    const name = `heldout-tool-${String(i).padStart(3, '0')}`;
+    await writeFile(
+      join(scenarioDir, `${name}.json`),
+      JSON.stringify(toolScenario(c, name)) + '\n',
+    );
+  }
   const exclude = new Set(held.map(questionOf));
   const trainPath = join(opts.outDir, 'train.jsonl.gz');
   const counts = await writeTrain(trainPath, root.fork('train'), opts.numTrain, exclude);
@@ -141,7 +175,7 @@ export async function generateData(opts: GenDataOptions): Promise<GenDataManifes
     heldoutByKind: Object.fromEntries(
       ['arithmetic', 'tool', 'chat'].map((k) => [k, byKind(k).length]),
     ),
-    files: ['train.jsonl.gz', ...Object.keys(files), 'manifest.json'],
+    files: ['train.jsonl.gz', ...Object.keys(files), 'tool-scenarios/', 'manifest.json'],
   };
   await writeFile(join(opts.outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
   return manifest;
