@@ -92,6 +92,8 @@ export interface Backend {
   ): void;
   /** out [R, D] = x rows listed in meta.logitRows. */
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void;
+  /** Device memory in bytes, where the backend has a fixed pool to size the KV cache from (CUDA). */
+  memoryInfo?(): { free: number; total: number };
   /** Waits for queued work (no-op on the CPU). */
   synchronize(): void;
 }

@@ -1,3 +1,4 @@
+import { planKvPages } from '../backend/cuda/memory-plan.js';
 import type { ForwardBatch } from '../backend/forward-batch.js';
 import {
   allocKvCache,
@@ -34,8 +35,7 @@ export class M3ModelRunner implements ModelRunner {
     const par = { tpRank: model.comm.rank, tpSize: model.comm.worldSize };
     this.pageSize = defaultPageSize(cfg);
     const perPage = kvBytesPerPage(cfg, par, this.pageSize, model.backend.name === 'cpu' ? 4 : 2);
-    this.numPages =
-      o.numPages ?? Math.max(1, Math.floor((o.kvCacheBytes ?? 256 * 2 ** 20) / perPage));
+    this.numPages = o.numPages ?? this.defaultPages(perPage, o);
     this.kv = allocKvCache(model.backend, cfg, par, this.numPages, this.pageSize);
     this.vocabSize = cfg.vocabSize;
     // A sequence can never outgrow the page pool, so the context limit the server enforces
@@ -43,6 +43,19 @@ export class M3ModelRunner implements ModelRunner {
     const capacity = this.numPages * this.pageSize;
     this.maxModelLen = Math.min(o.maxModelLen ?? cfg.maxPositionEmbeddings, capacity);
     this.eosTokenIds = cfg.eosTokenIds;
+  }
+
+  private defaultPages(perPage: number, o: M3RunnerOptions): number {
+    const mem = this.model.backend.memoryInfo?.();
+    if (o.kvCacheBytes !== undefined || !mem) {
+      return Math.max(1, Math.floor((o.kvCacheBytes ?? 256 * 2 ** 20) / perPage));
+    }
+    const wanted = Math.min(o.maxModelLen ?? this.model.cfg.maxPositionEmbeddings, 32768);
+    return planKvPages({
+      freeBytes: mem.free,
+      bytesPerPage: perPage,
+      minPages: Math.ceil(wanted / this.pageSize),
+    });
   }
 
   async forward(batch: ForwardBatch): Promise<StepOutput> {

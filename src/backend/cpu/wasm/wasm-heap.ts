@@ -26,12 +26,22 @@ export class WasmHeap {
 
   f32(n: number, scratch = true): Float32Array {
     const off = this.take(n * 4, scratch);
-    return off === null ? new Float32Array(n) : new Float32Array(this.memory.buffer, off, n);
+    return off === null
+      ? new Float32Array(n)
+      : this.remember(new Float32Array(this.memory.buffer, off, n));
   }
 
   i32(n: number, scratch = true): Int32Array {
     const off = this.take(n * 4, scratch);
-    return off === null ? new Int32Array(n) : new Int32Array(this.memory.buffer, off, n);
+    return off === null
+      ? new Int32Array(n)
+      : this.remember(new Int32Array(this.memory.buffer, off, n));
+  }
+
+  /** V8 may hand out a new `memory.buffer` object after any grow, so every one seen is kept. */
+  private remember<T extends ArrayBufferView>(view: T): T {
+    this.buffers.add(view.buffer);
+    return view;
   }
 
   /** True when `a` lies in this heap (so WASM kernels can address it by `a.byteOffset`). */
