@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +7,7 @@ import { createBackend } from '../backend/create-backend.js';
 import type { Engine, SamplingParams } from '../engine/engine-types.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { M3ModelRunner } from '../engine/m3-model-runner.js';
+import type { ModelRunner } from '../engine/model-runner.js';
 import { loadModel } from '../model/load-model.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS } from '../model/weights/random-presets.js';
@@ -22,6 +24,7 @@ import {
 import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
 import { intOption, UsageError, type Command } from './command.js';
+import { openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
 
 /** The model `npm start` serves: bundled with the package (see the tiny-model issue). */
 export const BUNDLED_MODEL_DIR = fileURLToPath(
@@ -38,6 +41,8 @@ export interface EngineFactoryOptions {
   readonly numPages?: number;
   readonly maxNumSeqs?: number;
   readonly maxNumBatchedTokens?: number;
+  /** A runner built elsewhere (rank 0 of a --tp group); otherwise one is loaded on `backend`. */
+  readonly runner?: ModelRunner;
 }
 
 /** What the HTTP server needs from a model directory. */
@@ -77,11 +82,12 @@ export async function createEngineFromModelDir(
   dir: string,
   o: EngineFactoryOptions,
 ): Promise<ModelServing> {
-  const model = loadModel(dir, { backend: await createBackend(o.backend) });
-  const runner = new M3ModelRunner(model, {
-    ...(o.numPages !== undefined && { numPages: o.numPages }),
-    ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
-  });
+  const runner =
+    o.runner ??
+    new M3ModelRunner(loadModel(dir, { backend: await createBackend(o.backend) }), {
+      ...(o.numPages !== undefined && { numPages: o.numPages }),
+      ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
+    });
   const engine = new LlmEngine(runner, {
     ...(o.maxNumSeqs !== undefined && { maxNumSeqs: o.maxNumSeqs }),
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
@@ -89,7 +95,7 @@ export async function createEngineFromModelDir(
   const cfg = readTokenizerConfig(dir);
   const tokenizer = existsSync(join(dir, 'tokenizer.json'))
     ? adaptTokenizer(loadTokenizer(dir))
-    : byteTokenizer(model.cfg.vocabSize, model.cfg.eosTokenIds[0] ?? -1);
+    : byteTokenizer(runner.vocabSize, runner.eosTokenIds[0] ?? -1);
   const tokens = {
     ...(cfg.bosToken !== undefined && { bosToken: cfg.bosToken }),
     ...(cfg.eosToken !== undefined && { eosToken: cfg.eosToken }),
@@ -225,6 +231,7 @@ export const serveCommand: Command = {
     },
     'num-pages': { type: 'string', description: 'KV-cache pages to allocate', valueName: 'N' },
     'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
+    ...PARALLEL_OPTIONS,
   },
   async run(values) {
     const { dir, name } = resolveModelDir(values['model']);
@@ -232,12 +239,27 @@ export const serveCommand: Command = {
       reasoning: parserOption(values, 'reasoning-parser'),
       toolCall: parserOption(values, 'tool-call-parser'),
     });
+    const backend = String(values['backend']);
+    const numPages = optionalInt(values, 'num-pages');
+    const maxModelLen = optionalInt(values, 'max-model-len');
+    // --tp > 1: this process is rank 0 and drives the worker ranks; on another host
+    // (--node-rank > 0) it only supervises that host's ranks until the group ends.
+    const dist = await openDistributedRunner(
+      values,
+      { modelDir: dir, backend, fuseSharedExperts: false },
+      {
+        ...(numPages !== undefined && { numPages }),
+        ...(maxModelLen !== undefined && { maxModelLen }),
+      },
+    );
+    if (dist === 'other-host') return 0;
     const serving = await createEngineFromModelDir(dir, {
-      backend: String(values['backend']),
-      maxModelLen: optionalInt(values, 'max-model-len'),
-      numPages: optionalInt(values, 'num-pages'),
+      backend,
+      maxModelLen,
+      numPages,
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
+      ...(dist && { runner: dist }),
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;
     const app = createServer({
@@ -256,10 +278,16 @@ export const serveCommand: Command = {
     const host = String(values['host']);
     const port = intOption(values, 'port', 8000);
     await app.listen({ host, port });
-    const where = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    console.log(
-      `moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${String(values['backend'])})`,
-    );
+    const bound = (app.server.address() as AddressInfo | null)?.port ?? port; // --port 0 picks one
+    const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
+    console.log(`moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${backend})`);
+    // A rank that dies ends the server, even between requests: no half-alive group.
+    dist?.failed.catch(async (e: unknown) => {
+      console.error(`moeserve: ${(e as Error).message}`);
+      await app.close().catch(() => {});
+      await dist.abort();
+      process.exit(1);
+    });
     return untilShutdown(async () => {
       await app.close();
       await serving.engine.shutdown();
