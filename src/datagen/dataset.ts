@@ -50,10 +50,21 @@ const SYSTEM_PROMPTS = [
   'You are a friendly assistant that can use tools.',
 ];
 
+/**
+ * An eval instruction suffix for 30% of the questions, chosen by a hash of the question so that
+ * the random stream (and with it every held-out set) is the same as without suffixes.
+ */
+function suffixFor(question: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < question.length; i++) h = Math.imul(h ^ question.charCodeAt(i), 0x01000193);
+  const r = (h >>> 0) % 100;
+  return r < 30 ? (QUESTION_SUFFIXES[r % QUESTION_SUFFIXES.length] ?? '') : '';
+}
+
 function arithmeticTurn(rng: Rng): { user: string; turn: AssistantTurn; answer: number } {
   const p = arithmeticProblem(rng);
   return {
-    user: rng.chance(0.3) ? p.question + rng.pick(QUESTION_SUFFIXES) : p.question,
+    user: p.question + suffixFor(p.question),
     turn: { reasoning: arithmeticReasoning(p), content: arithmeticContent(p) },
     answer: p.answer,
   };
