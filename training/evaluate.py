@@ -105,7 +105,9 @@ def run_eval(model, tok, items, eot_id, max_new=160, limit=None):
     prompts = [e.ids for e in tok.encode_batch([it["prompt"] for it in items])]
     outs = greedy(model, prompts, eot_id, max_new)
     replies = [(tok.decode(ids, skip_special_tokens=False), stopped) for ids, stopped in outs]
-    return score(items, replies), [dict(stage=it["stage"], prompt=it["prompt"][-300:], reply=r[0]) for it, r in zip(items, replies)]
+    return score(items, replies), [
+        dict(stage=it["stage"], prompt=it["prompt"][-300:], reply=r[0]) for it, r in zip(items, replies)
+    ]
 
 
 def read_items(path):

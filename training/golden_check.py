@@ -37,5 +37,6 @@ if __name__ == "__main__":
         for dt in (torch.float64, torch.float32):
             ok, err, tol = check(d, dt)
             ok_all &= ok
-            print(f"golden {Path(d).name} {str(dt)[6:]}: {'PASS' if ok else 'FAIL'} max_err={err:.3g} tol={tol:.3g}")
+            verdict = "PASS" if ok else "FAIL"
+            print(f"golden {Path(d).name} {str(dt)[6:]}: {verdict} max_err={err:.3g} tol={tol:.3g}")
     sys.exit(0 if ok_all else 1)

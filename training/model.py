@@ -61,7 +61,12 @@ def attend(q, k, v, mask):
 class Attention(nn.Module):
     def __init__(self, cfg, sparse):
         super().__init__()
-        hid, self.h, self.hkv, self.d = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+        hid, self.h, self.hkv, self.d = (
+            cfg["hidden_size"],
+            cfg["num_attention_heads"],
+            cfg["num_key_value_heads"],
+            cfg["head_dim"],
+        )
         eps = cfg["rms_norm_eps"]
         self.q_proj = nn.Linear(hid, self.h * self.d, bias=False)
         self.k_proj = nn.Linear(hid, self.hkv * self.d, bias=False)
@@ -73,7 +78,11 @@ class Attention(nn.Module):
             sc = cfg["sparse_attention_config"]
             self.hi, self.di = sc["sparse_num_index_heads"], sc["sparse_index_dim"]
             assert self.hi == self.hkv, "index heads map one-to-one to KV heads"
-            self.block, self.topk, self.init_blocks = sc["sparse_block_size"], sc["sparse_topk_blocks"], sc.get("sparse_init_block", 0)
+            self.block, self.topk, self.init_blocks = (
+                sc["sparse_block_size"],
+                sc["sparse_topk_blocks"],
+                sc.get("sparse_init_block", 0),
+            )
             self.index_q_proj = nn.Linear(hid, self.hi * self.di, bias=False)
             self.index_k_proj = nn.Linear(hid, self.di, bias=False)
             self.index_q_norm, self.index_k_norm = GemmaRMSNorm(self.di, eps), GemmaRMSNorm(self.di, eps)
@@ -110,7 +119,11 @@ class Attention(nn.Module):
             g = self.h // self.hkv
             kk = k.repeat_interleave(g, dim=1)
             causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
-            p = ((q.float() @ kk.float().transpose(-1, -2)) / math.sqrt(self.d)).masked_fill(~causal, float("-inf")).softmax(-1)
+            p = (
+                ((q.float() @ kk.float().transpose(-1, -2)) / math.sqrt(self.d))
+                .masked_fill(~causal, float("-inf"))
+                .softmax(-1)
+            )
             p = F.pad(p, (0, nb * self.block - T)).view(B, self.hkv, g, T, nb, self.block).sum((2, 5)) / g
         logq = (scores.float() / math.sqrt(self.di)).log_softmax(-1)
         kl = p * (p.clamp_min(1e-9).log() - logq.masked_fill(p == 0, 0.0))
@@ -178,7 +191,12 @@ class MoE(nn.Module):
         self.last_routes = sel
         self.last_biased = None if self.training else s + self.e_score_correction_bias.to(rdt)
         combine = torch.zeros_like(s).scatter(-1, sel, w)
-        h = swiglu_oai(torch.einsum("...d,eid->...ei", x, self.w1), torch.einsum("...d,eid->...ei", x, self.w3), self.alpha, self.limit)
+        h = swiglu_oai(
+            torch.einsum("...d,eid->...ei", x, self.w1),
+            torch.einsum("...d,eid->...ei", x, self.w3),
+            self.alpha,
+            self.limit,
+        )
         y = torch.einsum("...ei,edi->...ed", h, self.w2)
         routed = (y * combine[..., None].to(y.dtype)).sum(-2)
         return (routed + self.shared_experts(x)).to(x.dtype)
@@ -235,7 +253,9 @@ class MiniMaxM3(nn.Module):
     def forward(self, ids, use_sparse=True, want_index_loss=False, logit_mask=None):
         """Logits [B, T, V]; with logit_mask [B, T] only those rows, flattened [N, V]."""
         h = self.model.embed_tokens(ids)
-        cos, sin = rope_tables(self.cfg, ids.shape[1], ids.device, torch.float32 if h.dtype != torch.float64 else torch.float64)
+        cos, sin = rope_tables(
+            self.cfg, ids.shape[1], ids.device, torch.float32 if h.dtype != torch.float64 else torch.float64
+        )
         for layer in self.model.layers:
             h = layer(h, cos, sin, use_sparse, want_index_loss)
         h = self.model.norm(h)
@@ -271,7 +291,9 @@ def from_hf(model, tensors):
         parts = name.split(".")
         if parts[-1] in ("w1", "w2", "w3"):
             prefix = ".".join(parts[:-1])
-            state[name] = torch.stack([tensors[f"{prefix}.experts.{e}.{parts[-1]}.weight"] for e in range(ref.shape[0])])
+            state[name] = torch.stack(
+                [tensors[f"{prefix}.experts.{e}.{parts[-1]}.weight"] for e in range(ref.shape[0])]
+            )
         else:
             state[name] = tensors[name]
         state[name] = state[name].to(ref.dtype)

@@ -40,6 +40,8 @@ def reference(model64, ids, positions):
         "max_abs_logit": logits.abs().max().item(),
         "min_route_gap": _route_gap(model64),
         "min_block_gap": _block_gap(model64),
-        "argmax_margin_min": min((lambda t: (t[0] - t[1]).item())(logits[p].topk(2).values) for p in positions),
+        "argmax_margin_min": min(
+            (lambda t: (t[0] - t[1]).item())(logits[p].topk(2).values) for p in positions
+        ),
     }
     return {"ids": ids, "logit_positions": positions, "logits": rows, "routed_experts": routes}, diag

@@ -135,7 +135,14 @@ def train(args, model, train_b, val_b, dev, log):
                 update_router_bias(model, args.bias_rate)
             seen += ids.numel()
             if step % args.log_every == 0:
-                rec = {"step": step, "time_s": round(time.time() - t0, 1), "tokens": seen, "loss": round(ce.item(), 4), "index_kl": round(idx.item(), 4), "lr": opt.param_groups[0]["lr"]}
+                rec = {
+                    "step": step,
+                    "time_s": round(time.time() - t0, 1),
+                    "tokens": seen,
+                    "loss": round(ce.item(), 4),
+                    "index_kl": round(idx.item(), 4),
+                    "lr": opt.param_groups[0]["lr"],
+                }
                 if step % (args.log_every * 10) == 0:
                     rec["val_loss"] = round(val_loss(model, val_b, amp), 4)
                 log["curve"].append(rec)
@@ -150,7 +157,9 @@ def export(args, model, tok, cfg, out, template):
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     if hasattr(tok, "save"):
         tok.save(str(out / "tokenizer.json"))
-    added = {str(i): {"content": s, "special": s not in data.KEEP_IN_TEXT} for i, s in enumerate(data.SPECIALS)}
+    added = {
+        str(i): {"content": s, "special": s not in data.KEEP_IN_TEXT} for i, s in enumerate(data.SPECIALS)
+    }
     tcfg = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": data.SPECIALS[0],
@@ -163,7 +172,12 @@ def export(args, model, tok, cfg, out, template):
         "chat_template": template,
     }
     (out / "tokenizer_config.json").write_text(json.dumps(tcfg, indent=2) + "\n")
-    gen = {"bos_token_id": cfg["bos_token_id"], "eos_token_id": [cfg["eos_token_id"]], "pad_token_id": cfg["eos_token_id"], "do_sample": False}
+    gen = {
+        "bos_token_id": cfg["bos_token_id"],
+        "eos_token_id": [cfg["eos_token_id"]],
+        "pad_token_id": cfg["eos_token_id"],
+        "do_sample": False,
+    }
     (out / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     return tensors
 
@@ -182,9 +196,15 @@ def pick_reference(args, model32, model64, tok, items, eot_id, log, out):
         if best is None or score > best[2]:
             best = (ref, diag, score)
     ref, diag, _ = best
-    texts = [it["prompt"] for it in items[:1]] + ["Ça coûte 1234,5 € — 東京!\n\n  x  <mm:think>7 * 8 = 56.</mm:think>#### 56[e~["]
+    texts = [it["prompt"] for it in items[:1]] + [
+        "Ça coûte 1234,5 € — 東京!\n\n  x  <mm:think>7 * 8 = 56.</mm:think>#### 56[e~["
+    ]
     ref["tokenizer_check"] = [{"text": t, "ids": tok.encode_batch([t])[0].ids} for t in texts]
-    ref["notes"] = "moeserve-tiny-m3: float64 forward from the stored bf16 weights; logits rows at logit_positions only (6 significant digits); routed_experts at every position, sorted. Diagnostics: " + json.dumps(diag)
+    ref["notes"] = (
+        "moeserve-tiny-m3: float64 forward from the stored bf16 weights; logits rows at "
+        "logit_positions only (6 significant digits); routed_experts at every position, sorted. "
+        "Diagnostics: " + json.dumps(diag)
+    )
     (out / "reference-logits.json").write_text(json.dumps(ref, separators=(",", ":")) + "\n")
     log["reference"] = diag
 
@@ -202,11 +222,14 @@ def main():
     ap.add_argument("--expert-width", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--dense-frac", type=float, default=0.1, help="time share trained with dense attention first")
+    ap.add_argument(
+        "--dense-frac", type=float, default=0.1, help="time share trained with dense attention first"
+    )
     ap.add_argument("--bias-rate", type=float, default=1e-3)
     ap.add_argument("--tokens-per-batch", type=int, default=65536)
     ap.add_argument("--max-len", type=int, default=640)
     ap.add_argument("--max-samples", type=int, default=0)
+    ap.add_argument("--tokenizer-samples", type=int, default=40000)
     ap.add_argument("--eval-limit", type=int, default=0)
     ap.add_argument("--eval-max-new", type=int, default=160)
     ap.add_argument("--log-every", type=int, default=20)
@@ -226,13 +249,16 @@ def run(args):
     for g in args.golden:
         ok, err, tol = golden_check.check(g, torch.float32)
         log["golden"][Path(g).name] = {"pass": ok, "max_err": err, "tol": tol}
-        print(f"golden {Path(g).name}: {'PASS' if ok else 'FAIL'} max_err={err:.3g} tol={tol:.3g}", flush=True)
+        print(
+            f"golden {Path(g).name}: {'PASS' if ok else 'FAIL'} max_err={err:.3g} tol={tol:.3g}", flush=True
+        )
     samples = data.read_samples(datadir / "train.jsonl.gz")
     if args.max_samples:
         samples = samples[: args.max_samples]
     t0 = time.time()
     try:
-        tok = data.train_tokenizer([s["prompt"] + s["completion"] for s in samples[:40000]], args.vocab)
+        texts = [s["prompt"] + s["completion"] for s in samples[: args.tokenizer_samples]]
+        tok = data.train_tokenizer(texts, args.vocab)
     except ImportError:
         assert args.dry_run, "HF tokenizers is needed outside --dry-run"
         tok = data.ByteTokenizer()
@@ -244,7 +270,15 @@ def run(args):
     train_b = data.make_batches(encoded[n_val:], args.tokens_per_batch, eot_id, args.seed)
     log["train_tokens_per_epoch"] = sum(b[0].numel() for b in train_b)
     log["loss_tokens_per_epoch"] = sum(int(b[1].sum()) for b in train_b)
-    print(json.dumps({k: log[k] for k in ("tokenizer_s", "num_samples", "train_tokens_per_epoch", "loss_tokens_per_epoch")}), flush=True)
+    print(
+        json.dumps(
+            {
+                k: log[k]
+                for k in ("tokenizer_s", "num_samples", "train_tokens_per_epoch", "loss_tokens_per_epoch")
+            }
+        ),
+        flush=True,
+    )
     val_b = [(i.to(dev), m.to(dev)) for i, m in val_b]
     train_b = [(i.to(dev), m.to(dev)) for i, m in train_b]
     cfg = model_config(args, tok.get_vocab_size(), bos_id, eot_id)
@@ -253,20 +287,39 @@ def run(args):
     model.to(dev)
     log["params"] = sum(p.numel() for p in model.parameters())
     steps, seen, secs = train(args, model, train_b, val_b, dev, log)
-    log.update(steps=steps, tokens_seen=seen, train_s=round(secs, 1), final_val_loss=round(val_loss(model, val_b, dev.type == "cuda"), 4))
-    print(json.dumps({k: log[k] for k in ("steps", "tokens_seen", "train_s", "final_val_loss", "params")}), flush=True)
+    log.update(
+        steps=steps,
+        tokens_seen=seen,
+        train_s=round(secs, 1),
+        final_val_loss=round(val_loss(model, val_b, dev.type == "cuda"), 4),
+    )
+    print(
+        json.dumps({k: log[k] for k in ("steps", "tokens_seen", "train_s", "final_val_loss", "params")}),
+        flush=True,
+    )
     tensors = export(args, model, tok, cfg, out, (datadir / "chat_template.jinja").read_text())
     # Everything below runs on the stored bf16 weights, as moeserve will.
     items = evaluate.read_items(datadir / "heldout-prompts.jsonl")
     model32 = from_hf(MiniMaxM3(cfg), tensors).to(dev).eval()
-    stats, replies = evaluate.run_eval(model32, tok, items, eot_id, args.eval_max_new, limit=args.eval_limit or None)
+    stats, replies = evaluate.run_eval(
+        model32, tok, items, eot_id, args.eval_max_new, limit=args.eval_limit or None
+    )
     log["eval"] = stats
     print(json.dumps(stats), flush=True)
     with open(out.parent / "eval-replies.jsonl", "w") as f:
         for r in replies[:400]:
             f.write(json.dumps(r) + "\n")
     model64 = from_hf(MiniMaxM3(cfg).double(), tensors).to(dev).eval()
-    pick_reference(args, model32, model64, tok, [it for it in items if it["stage"] == "tool-answer"][:3], eot_id, log, out)
+    pick_reference(
+        args,
+        model32,
+        model64,
+        tok,
+        [it for it in items if it["stage"] == "tool-answer"][:3],
+        eot_id,
+        log,
+        out,
+    )
     log["total_s"] = round(time.time() - t_start, 1)
     (out.parent / "train-log.json").write_text(json.dumps(log, indent=1) + "\n")
     print(json.dumps({"total_s": log["total_s"], "reference": log["reference"]}), flush=True)
