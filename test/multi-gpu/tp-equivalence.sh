@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU equivalence of the parallel layouts (issue 4): the golden tiny-moe forward on CUDA with
 # --tp 2 (NCCL; and the CPU communicator) and --ep / --sp, each written to $OUT for comparison
-# against the one-GPU forward by test/multi-gpu/compare-layouts.ts. Needs 2 GPUs, .device/ and
+# against the one-GPU forward with `npx tsx test/multi-gpu/compare-layouts.ts DIR` here. Needs 2 GPUs, .device/ and
 # dist/ (see shared/device/README.md) and the golden case copied to .golden/tiny-moe.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
