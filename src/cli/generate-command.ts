@@ -1,26 +1,23 @@
-import { argmax, generateTokens } from '../model/generate.js';
-import { intOption, numberOption, requireString, type Command } from './command.js';
+import { checkSamplingParams, SequenceSampler } from '../engine/sampler.js';
+import { generateTokens } from '../model/generate.js';
+import { OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
+import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
 import { parseIds } from './forward-command.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
-/** A seeded sampler (mulberry32) over softmax(logits / temperature); temperature 0 = greedy. */
-function makePicker(temperature: number, seed: number): (logits: Float32Array) => number {
-  if (temperature <= 0) return argmax;
-  let state = seed >>> 0;
-  const rand = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return (logits) => {
-    const max = logits.reduce((m, v) => Math.max(m, v), -Infinity);
-    const p = Array.from(logits, (v) => Math.exp((v - max) / temperature));
-    let u = rand() * p.reduce((s, v) => s + v, 0);
-    for (let i = 0; i < p.length; i++) if ((u -= p[i]!) <= 0) return i;
-    return p.length - 1;
-  };
+/** The engine's sampler (seeded, vLLM order); temperature 0 is greedy. */
+function makePicker(
+  temperature: number,
+  topP: number,
+  topK: number,
+  seed: number,
+  prompt: readonly number[],
+): (logits: Float32Array) => number {
+  const params = { ...OPENAI_SAMPLING_DEFAULTS, temperature, topP, topK, seed };
+  const problem = checkSamplingParams(params);
+  if (problem) throw new UsageError(problem);
+  const sampler = new SequenceSampler(params, prompt);
+  return (logits) => sampler.sample(logits, null).tokenId;
 }
 
 export const generateCommand: Command = {
@@ -38,6 +35,8 @@ export const generateCommand: Command = {
       valueName: 'N',
     },
     temperature: { type: 'string', default: '0', description: '0 = greedy', valueName: 'T' },
+    'top-p': { type: 'string', default: '1', description: 'nucleus sampling', valueName: 'P' },
+    'top-k': { type: 'string', default: '0', description: '0 = off', valueName: 'K' },
     seed: { type: 'string', default: '0', description: 'sampling seed', valueName: 'S' },
     'ignore-eos': { type: 'boolean', description: 'do not stop at the EOS token' },
     backend: { type: 'string', default: 'cpu', description: 'cpu or cuda' },
@@ -58,7 +57,13 @@ export const generateCommand: Command = {
       for await (const tok of generateTokens(model, prompt, {
         maxTokens: intOption(values, 'max-tokens', 16),
         eosTokenIds: values['ignore-eos'] ? [] : model.cfg.eosTokenIds,
-        pick: makePicker(numberOption(values, 'temperature', 0), intOption(values, 'seed', 0)),
+        pick: makePicker(
+          numberOption(values, 'temperature', 0),
+          numberOption(values, 'top-p', 1),
+          intOption(values, 'top-k', 0),
+          intOption(values, 'seed', 0),
+          prompt,
+        ),
       })) {
         out.push(tok.tokenId);
       }

@@ -1,49 +1,13 @@
+import { mix32, Xoshiro128 } from '../../util/xoshiro128.js';
 import { f32ToBf16Into } from './safetensors-dtype.js';
 
 /**
  * A seeded xoshiro128** stream for random checkpoints. One stream per tensor, keyed by
  * (seed, tensor name), so a tensor's values do not depend on dtype, sharding or order.
  */
-export class RandomSource {
-  private s0: number;
-  private s1: number;
-  private s2: number;
-  private s3: number;
-
+export class RandomSource extends Xoshiro128 {
   constructor(seed: number, key = '') {
-    // splitmix32 spreads a small seed and the key hash over the 128-bit state.
-    let x = (Math.imul(seed | 0, 0x9e3779b9) ^ fnv1a(key)) >>> 0;
-    const next = (): number => {
-      x = (x + 0x9e3779b9) | 0;
-      let z = x;
-      z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
-      z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
-      return (z ^ (z >>> 16)) >>> 0;
-    };
-    this.s0 = next();
-    this.s1 = next();
-    this.s2 = next();
-    this.s3 = next() | 1; // never the all-zero state
-  }
-
-  private setState(s0: number, s1: number, s2: number, s3: number): void {
-    this.s0 = s0;
-    this.s1 = s1;
-    this.s2 = s2;
-    this.s3 = s3;
-  }
-
-  /** One uniform 32-bit integer. */
-  nextU32(): number {
-    const r = Math.imul(rotl(Math.imul(this.s1, 5), 7), 9) >>> 0;
-    const t = this.s1 << 9;
-    this.s2 ^= this.s0;
-    this.s3 ^= this.s1;
-    this.s1 ^= this.s2;
-    this.s0 ^= this.s3;
-    this.s2 ^= t;
-    this.s3 = rotl(this.s3, 11);
-    return r;
+    super(seedWords(seed, key));
   }
 
   /**
@@ -52,45 +16,23 @@ export class RandomSource {
    * Far cheaper than Box-Muller, which matters for multi-GB checkpoints.
    */
   fillUniform(out: Float32Array, std: number, mean = 0): void {
-    const table = uniformTable(std, mean).f32;
-    // xoshiro128** inlined with its state in locals, which V8 keeps in registers.
-    let { s0, s1, s2, s3 } = this;
-    const n = out.length;
-    for (let i = 0; i < n; i += 2) {
-      const r = Math.imul(rotl(Math.imul(s1, 5), 7), 9);
-      const t = s1 << 9;
-      s2 ^= s0;
-      s3 ^= s1;
-      s1 ^= s2;
-      s0 ^= s3;
-      s2 ^= t;
-      s3 = (s3 << 11) | (s3 >>> 21);
-      out[i] = table[r & 0xffff]!;
-      if (i + 1 < n) out[i + 1] = table[r >>> 16]!;
-    }
-    this.setState(s0, s1, s2, s3);
+    this.fillFromTable(out, uniformTable(std, mean).f32);
   }
 
   /** The same values as `fillUniform`, rounded to bf16 bits (round to nearest even). */
   fillUniformBf16(out: Uint16Array, std: number, mean = 0): void {
-    const table = uniformTable(std, mean).bf16;
-    // xoshiro128** inlined with its state in locals, which V8 keeps in registers.
-    let { s0, s1, s2, s3 } = this;
-    const n = out.length;
-    for (let i = 0; i < n; i += 2) {
-      const r = Math.imul(rotl(Math.imul(s1, 5), 7), 9);
-      const t = s1 << 9;
-      s2 ^= s0;
-      s3 ^= s1;
-      s1 ^= s2;
-      s0 ^= s3;
-      s2 ^= t;
-      s3 = (s3 << 11) | (s3 >>> 21);
-      out[i] = table[r & 0xffff]!;
-      if (i + 1 < n) out[i + 1] = table[r >>> 16]!;
-    }
-    this.setState(s0, s1, s2, s3);
+    this.fillFromTable(out, uniformTable(std, mean).bf16);
   }
+}
+
+/** splitmix32 spreads a small seed and the key hash over the 128-bit state. */
+function seedWords(seed: number, key: string): [number, number, number, number] {
+  let x = (Math.imul(seed | 0, 0x9e3779b9) ^ fnv1a(key)) >>> 0;
+  const next = (): number => {
+    x = (x + 0x9e3779b9) | 0;
+    return mix32(x);
+  };
+  return [next(), next(), next(), next() | 1];
 }
 
 const tables = new Map<string, { f32: Float32Array; bf16: Uint16Array }>();
@@ -109,10 +51,6 @@ function uniformTable(std: number, mean: number): { f32: Float32Array; bf16: Uin
     tables.set(key, t);
   }
   return t;
-}
-
-function rotl(x: number, k: number): number {
-  return (x << k) | (x >>> (32 - k));
 }
 
 function fnv1a(s: string): number {

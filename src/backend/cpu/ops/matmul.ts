@@ -6,6 +6,11 @@
  */
 const PANEL_BYTES = 256 * 1024;
 
+/** Rows of w per cache panel: a multiple of 4 whose K-long rows fill about PANEL_BYTES. */
+export function panelRows(K: number): number {
+  return Math.max(4, Math.floor(PANEL_BYTES / (4 * K)) & ~3);
+}
+
 export function matmulF32(
   out: Float32Array,
   x: Float32Array,
@@ -14,7 +19,7 @@ export function matmulF32(
   N: number,
   K: number,
 ): void {
-  const panel = Math.max(4, Math.min(N, Math.floor(PANEL_BYTES / (4 * K)) & ~3));
+  const panel = Math.min(N, panelRows(K));
   for (let j0 = 0; j0 < N; j0 += panel) {
     const j1 = Math.min(N, j0 + panel);
     let i = 0;

@@ -1,4 +1,4 @@
-import { matmulF32 } from '../ops/matmul.js';
+import { matmulF32, panelRows } from '../ops/matmul.js';
 import { MATMUL_WASM_BASE64 } from './kernels-wasm.js';
 import { wasm } from './wasm-api.js';
 import { WasmHeap } from './wasm-heap.js';
@@ -13,7 +13,6 @@ type WasmMatmul = (
   P: number,
 ) => void;
 
-const PANEL_BYTES = 256 * 1024;
 let compiled: object | null = null;
 
 /**
@@ -41,8 +40,7 @@ export class CpuKernels {
   ): void {
     const h = this.heap;
     if (K % 4 === 0 && h.owns(out) && h.owns(x) && h.owns(w)) {
-      const panel = Math.max(4, Math.floor(PANEL_BYTES / (4 * K)) & ~3);
-      this.wasmMatmul(out.byteOffset, x.byteOffset, w.byteOffset, M, N, K, panel);
+      this.wasmMatmul(out.byteOffset, x.byteOffset, w.byteOffset, M, N, K, panelRows(K));
     } else {
       matmulF32(out, x, w, M, N, K);
     }
