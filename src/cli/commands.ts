@@ -38,6 +38,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'A/B table, deltas, verdicts and SVG chart from bench serve JSONL files',
       load: async () => (await import('./compare-command.js')).compareCommand,
     },
+    'trace summarize': {
+      summary: 'per-layer max diffs of a fused-versus-native all-reduce trace folder',
+      load: async () => (await import('./trace-summarize-command.js')).traceSummarizeCommand,
+    },
     'init-random': {
       summary: 'write a random-weight checkpoint for a preset (minimax-m3, tiny) or a config',
       load: async () => (await import('./init-random-command.js')).initRandomCommand,

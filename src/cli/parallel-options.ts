@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { ForwardModel } from '../model/forward-model.js';
 import { loadModel } from '../model/load-model.js';
 import { createBackend } from '../backend/create-backend.js';
@@ -15,6 +16,7 @@ import {
   DistributedModelRunner,
   type DistributedRunnerOptions,
 } from '../parallel/launch/distributed-model-runner.js';
+import { parseReductionVariant, REDUCTION_VARIANTS } from '../parallel/reduction-semantics.js';
 import type { InjectedFault } from '../parallel/launch/rank-worker.js';
 import type { RankSpec } from '../parallel/launch/step-messages.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
@@ -34,6 +36,18 @@ export const PARALLEL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     default: 'dense',
     description: `defer FFN all-reduces into the next norm: ${ALLREDUCE_FUSION_MODES.join('|')}`,
     valueName: 'MODE',
+  },
+  'allreduce-trace': {
+    type: 'string',
+    description:
+      'at every deferred reduction run fused and native paths and write DIR/rank<r>.jsonl',
+    valueName: 'DIR',
+  },
+  'allreduce-trace-variant': {
+    type: 'string',
+    default: 'exact',
+    description: `fused arithmetic the trace checks (measurement only): ${REDUCTION_VARIANTS.join('|')}`,
+    valueName: 'V',
   },
   comm: {
     type: 'string',
@@ -87,11 +101,14 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
   const comm = values['comm'] ?? (m.backend === 'cuda' ? 'nccl' : 'cpu');
   if (comm !== 'cpu' && comm !== 'nccl') throw new UsageError('--comm must be cpu or nccl');
   let allReduceFusion;
+  let variant;
   try {
     allReduceFusion = parseAllReduceFusion(String(values['allreduce-fusion'] ?? 'dense'));
+    variant = parseReductionVariant(String(values['allreduce-trace-variant'] ?? 'exact'));
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const traceDir = values['allreduce-trace'];
   return {
     modelDir: m.modelDir,
     backend: m.backend,
@@ -101,6 +118,9 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
     sp: values['sp'] === true,
     allReduceFusion,
     fuseSharedExperts: m.fuseSharedExperts,
+    ...(typeof traceDir === 'string' && traceDir !== ''
+      ? { allReduceTrace: { dir: resolve(traceDir), variant } }
+      : {}),
   };
 }
 
@@ -149,11 +169,18 @@ export async function openModel(
 ): Promise<OpenedModel | null> {
   const spec = rankSpecFrom(values, m);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  if (spec.allReduceTrace)
+    log(
+      spec.tp === 1
+        ? 'allreduce trace: one rank has no reduction to trace; the trace stays empty'
+        : `allreduce trace (${spec.allReduceTrace.variant}) into ${spec.allReduceTrace.dir}/rank<r>.jsonl`,
+    );
   if (spec.tp === 1) {
     const model = loadModel(spec.modelDir, {
       backend: await createBackend(spec.backend),
       fuseSharedExperts: spec.fuseSharedExperts,
       allReduceFusion: spec.allReduceFusion,
+      allReduceTrace: spec.allReduceTrace,
     });
     return { model, close: async () => {}, abort: async () => {} };
   }

@@ -2,6 +2,7 @@ import type { Backend } from '../backend/backend.js';
 import { planAllReducePlacement, type AllReduceFusion } from '../parallel/allreduce-placement.js';
 import { SingleRankCommunicator, type Communicator } from '../parallel/communicator.js';
 import { validateLayout, type ParallelLayout } from '../parallel/parallel-layout.js';
+import { AllReduceTrace, type AllReduceTraceOptions } from './minimax-m3/allreduce-trace.js';
 import { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
 import { loadModelWeights } from './minimax-m3/weights.js';
 import { openCheckpoint } from './weights/checkpoint.js';
@@ -14,6 +15,8 @@ export interface LoadModelOptions {
   readonly fuseSharedExperts?: boolean;
   /** Where FFN reductions go (seed 000); default `dense`. */
   readonly allReduceFusion?: AllReduceFusion;
+  /** Fused-versus-native trace of every deferred reduction into `dir/rank<r>.jsonl`. */
+  readonly allReduceTrace?: AllReduceTraceOptions;
 }
 
 /** Opens a HuggingFace-layout checkpoint directory and loads this rank's share onto `backend`. */
@@ -30,6 +33,7 @@ export function loadModel(dir: string, o: LoadModelOptions): MiniMaxM3Model {
     return new MiniMaxM3Model(ckpt.config, weights, o.backend, comm, {
       layout: parallel,
       placement: planAllReducePlacement(ckpt.config, parallel, o.allReduceFusion ?? 'dense'),
+      trace: o.allReduceTrace && new AllReduceTrace(o.allReduceTrace, comm.rank),
     });
   } finally {
     ckpt.close();

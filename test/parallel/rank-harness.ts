@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { loadModel } from '../../src/model/load-model.js';
+import type { AllReduceTraceOptions } from '../../src/model/minimax-m3/allreduce-trace.js';
 import { runForward, type ForwardResult } from '../../src/model/run-forward.js';
 import { writeRandomCheckpoint } from '../../src/model/weights/random-checkpoint.js';
 import { PRESETS, type RawConfig } from '../../src/model/weights/random-presets.js';
@@ -16,6 +17,8 @@ export interface LayoutCase {
   readonly sp?: boolean;
   readonly fusion?: AllReduceFusion;
   readonly fuseSharedExperts?: boolean;
+  /** Fused-versus-native trace of every deferred reduction. */
+  readonly trace?: AllReduceTraceOptions;
 }
 
 export function layoutName(c: LayoutCase): string {
@@ -48,6 +51,7 @@ export async function forwardOnRanks(
         parallel: { tpRank: comm.rank, tpSize: c.tp, ep: c.ep, sp: c.sp },
         allReduceFusion: c.fusion ?? 'dense',
         fuseSharedExperts: c.fuseSharedExperts ?? false,
+        allReduceTrace: c.trace,
       }),
     );
     const results = await Promise.all(models.map((m) => runForward(m, ids)));

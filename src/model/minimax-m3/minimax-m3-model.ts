@@ -10,6 +10,7 @@ import {
 } from '../../parallel/parallel-layout.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { attentionBlock } from './attention-block.js';
+import { traceGroup, type AllReduceTrace } from './allreduce-trace.js';
 import { expertParallelFfn } from './expert-parallel-moe.js';
 import { mlpBlock, moeBlock } from './ffn-block.js';
 import { allocKvCache, type KvCache } from './kv-cache.js';
@@ -30,6 +31,8 @@ export interface ModelParallelOptions {
   readonly layout?: ParallelLayout;
   /** Where each layer's FFN reduction happens; default `--allreduce-fusion dense`. */
   readonly placement?: readonly LayerPlacement[];
+  /** Fused-versus-native trace of every deferred reduction (measurement only). */
+  readonly trace?: AllReduceTrace;
 }
 
 /**
@@ -41,6 +44,7 @@ export interface ModelParallelOptions {
 export class MiniMaxM3Model {
   readonly layout: ParallelLayout;
   readonly placement: readonly LayerPlacement[];
+  readonly trace: AllReduceTrace | undefined;
 
   constructor(
     readonly cfg: ModelConfig,
@@ -55,6 +59,7 @@ export class MiniMaxM3Model {
         `layout tp rank ${this.layout.tpRank}/${this.layout.tpSize} does not match communicator rank ${comm.rank}/${comm.worldSize}`,
       );
     this.placement = o.placement ?? planAllReducePlacement(cfg, this.layout, 'dense');
+    this.trace = o.trace;
   }
 
   /** This rank's paged KV cache of `numPages` pages. */
@@ -65,6 +70,7 @@ export class MiniMaxM3Model {
   async forward(batch: ForwardBatch, kv: KvCache): Promise<ForwardOutput> {
     const b = this.backend;
     const ctx = new StepContext(this.cfg, b, this.comm, b.prepareBatch(batch));
+    this.trace?.beginStep();
     try {
       const rs = new ResidualStream(ctx, usesSequenceParallel(this.layout));
       const D = this.cfg.hiddenSize;
@@ -74,7 +80,7 @@ export class MiniMaxM3Model {
       let deferred = false; // h still holds a partial sum left for the next norm
       for (let i = 0; i < this.cfg.numLayers; i++) {
         const w = this.weights.layers[i]!;
-        await this.reduceAddNorm(a, r, h, w.inputNorm, deferred);
+        await this.reduceAddNorm(ctx, i - 1, { a, r, h, w: w.inputNorm }, deferred);
         const attn = rs.partialOutput();
         attentionBlock(ctx, w.attn, kv.layers[i]!, await rs.gather(a), attn.out);
         h = await rs.reduce(attn.all);
@@ -82,7 +88,8 @@ export class MiniMaxM3Model {
         deferred = this.placement[i]?.reduction === 'deferred';
         h = await this.ffn(ctx, rs, i, w, a, deferred);
       }
-      await this.reduceAddNorm(a, r, h, this.weights.norm, deferred);
+      const last = this.cfg.numLayers - 1;
+      await this.reduceAddNorm(ctx, last, { a, r, h, w: this.weights.norm }, deferred);
       const y = await rs.gather(a); // [T, D]: the one all-gather before the LM head under SP
       return { ...(await this.lmHead(ctx, y)), routedExperts: ctx.routedExperts };
     } finally {
@@ -91,20 +98,27 @@ export class MiniMaxM3Model {
   }
 
   /**
-   * r += Σ_ranks h (when `reduce`, the deferred FFN all-reduce: float32, rank order), then
+   * r += Σ_ranks h (when `reduce`, the deferred FFN all-reduce of layer `source`), then
    * a = Gemma-RMSNorm(r). With `reduce` false it is the plain residual add + norm. This is
-   * the one place a fused all-reduce + residual + norm kernel would go; its definition is
-   * exactly this sequence, so the deferred path equals the immediate one bit for bit.
+   * the one place a fused all-reduce + residual + norm kernel goes; both paths implement the
+   * definition of `parallel/reduction-semantics.ts` (float32 rank-order sums, float32 residual
+   * add, one rounding, then the norm), so the deferred path equals the immediate one bit for
+   * bit. With a trace, the call also runs the native sequence and records the difference.
    */
   private async reduceAddNorm(
-    a: Tensor,
-    r: Tensor,
-    h: Tensor,
-    w: Tensor,
+    ctx: StepContext,
+    source: number,
+    t: { a: Tensor; r: Tensor; h: Tensor; w: Tensor },
     reduce: boolean,
   ): Promise<void> {
-    if (reduce) await this.comm.allReduce(h);
-    this.backend.addRmsNorm(a, r, h, w, this.cfg.rmsNormEps);
+    if (reduce && this.trace) {
+      const isSparse = this.cfg.moeLayers[source] === true;
+      const norm = source + 1 < this.cfg.numLayers ? `layer ${source + 1} input` : 'final';
+      const group = traceGroup(isSparse, usesExpertParallel(this.layout));
+      return this.trace.reduceAddNorm(ctx, { layer: source, isSparse, group, norm }, t);
+    }
+    if (reduce) await this.comm.allReduce(t.h);
+    this.backend.addRmsNorm(t.a, t.r, t.h, t.w, this.cfg.rmsNormEps);
   }
 
   /** The FFN sub-layer of layer i on this rank's rows a; returns its (maybe partial) output. */

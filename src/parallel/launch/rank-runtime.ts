@@ -31,6 +31,7 @@ export async function createRankRuntime(spec: RankSpec, group: ProcessGroup): Pr
     parallel: { tpRank: group.rank, tpSize: spec.tp, ep: spec.ep, sp: spec.sp },
     allReduceFusion: spec.allReduceFusion,
     fuseSharedExperts: spec.fuseSharedExperts,
+    allReduceTrace: spec.allReduceTrace,
   });
   return { model, comm };
 }

@@ -1,5 +1,6 @@
 import type { ForwardBatch, SeqInBatch } from '../../backend/forward-batch.js';
 import type { AllReduceFusion } from '../allreduce-placement.js';
+import type { ReductionVariant } from '../reduction-semantics.js';
 
 /**
  * The typed messages rank 0 sends the other ranks on the control channel, and their binary
@@ -15,6 +16,8 @@ export interface RankSpec {
   readonly sp: boolean;
   readonly allReduceFusion: AllReduceFusion;
   readonly fuseSharedExperts: boolean;
+  /** Fused-versus-native trace of every deferred reduction (`--allreduce-trace DIR`). */
+  readonly allReduceTrace?: { readonly dir: string; readonly variant: ReductionVariant };
   /** Time every collective, with a device sync on each side (benchmarks only). */
   readonly profileComm?: boolean;
 }
