@@ -76,6 +76,11 @@ export const evalToolLoopCommand: Command = {
       default: false,
       description: 'print the call log of every run, not only failing ones',
     },
+    stream: {
+      type: 'boolean',
+      default: false,
+      description: 'stream every turn and reassemble the deltas, as an agent client does',
+    },
   },
   async run(values) {
     const endpoint = endpointOf(values);
@@ -86,6 +91,7 @@ export const evalToolLoopCommand: Command = {
       model,
       temperature: numberOption(values, 'temperature', 0),
       maxTokens: intOption(values, 'max-tokens', 2048),
+      stream: values['stream'] === true,
       ...(values['max-turns'] !== undefined
         ? { maxTurns: intOption(values, 'max-turns', 12) }
         : {}),

@@ -5,6 +5,7 @@ import {
   type EndpointOptions,
   type ToolCall,
 } from './openai-json-client.js';
+import { chatCompletionStream } from './openai-stream-chat.js';
 import { scriptedResult, toolDefinitions, type ToolScenario } from './tool-scenario.js';
 
 export interface ToolLoopOptions {
@@ -14,6 +15,8 @@ export interface ToolLoopOptions {
   maxTokens: number;
   /** Overrides the scenario's own cap. */
   maxTurns?: number;
+  /** Stream every turn and reassemble it (what an agent client sees), instead of one JSON reply. */
+  stream?: boolean;
 }
 
 /** What seed 002 tabulates for one run. */
@@ -94,7 +97,8 @@ export async function runToolLoop(
   const maxTurns = o.maxTurns ?? sc.maxTurns ?? 12;
   for (let turn = 0; turn < maxTurns; turn++) {
     run.turns = turn + 1;
-    const r = await chatCompletion(o.endpoint, {
+    const complete = o.stream ? chatCompletionStream : chatCompletion;
+    const r = await complete(o.endpoint, {
       model: o.model,
       messages,
       tools: toolDefinitions(sc),
