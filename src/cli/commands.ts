@@ -30,6 +30,10 @@ export const COMMANDS: Readonly<Record<string, { summary: string; load: () => Pr
       summary: 'k-shot GSM8K with lm-eval strict-match and flexible-extract scoring',
       load: async () => (await import('./eval-gsm8k-command.js')).evalGsm8kCommand,
     },
+    'eval paired': {
+      summary: 'paired McNemar comparison of two eval runs (stop-rate or gsm8k records)',
+      load: async () => (await import('./eval-paired-command.js')).evalPairedCommand,
+    },
     'eval tool-loop': {
       summary: 'multi-turn tool-calling loop with scripted tool results',
       load: async () => (await import('./eval-tool-loop-command.js')).evalToolLoopCommand,
