@@ -10,6 +10,7 @@ export interface TraceRecord {
   readonly dtype: string;
   readonly residual_max_diff: number;
   readonly norm_max_diff: number;
+  readonly residual_max_abs?: number;
   readonly rank?: number;
   readonly step?: number;
   readonly variant?: string;
@@ -24,6 +25,8 @@ export interface LayerTraceSummary {
   readonly ranks: number;
   readonly residual_max_diff: number;
   readonly norm_max_diff: number;
+  /** max |r'| over the layer's calls (null when the lines do not carry it). */
+  readonly residual_max_abs: number | null;
 }
 
 /** Whether the per-layer max diffs grow with depth. */
@@ -93,6 +96,9 @@ export function summarizeTrace(
         ranks: new Set(rs.map((r) => r.rank ?? 0)).size,
         residual_max_diff: maxOf(rs.map((r) => r.residual_max_diff)),
         norm_max_diff: maxOf(rs.map((r) => r.norm_max_diff)),
+        residual_max_abs: rs.every((r) => typeof r.residual_max_abs === 'number')
+          ? maxOf(rs.map((r) => r.residual_max_abs!))
+          : null,
       };
     });
   return {
@@ -157,13 +163,14 @@ export function trend(xs: readonly number[]): Trend {
 export function formatTraceSummary(s: TraceSummary): string {
   const lines = [
     `${s.lines} fused calls from ${s.files} rank files, variant ${s.variants.join(', ')}`,
-    '  layer  ffn     group   calls  ranks  residual_max_diff  norm_max_diff',
+    '  layer  ffn     group   calls  ranks  residual_max_diff  norm_max_diff  max|residual|',
   ];
   for (const l of s.layers) {
     lines.push(
       `  ${String(l.layer_id).padStart(5)}  ${(l.is_sparse ? 'sparse' : 'dense').padEnd(6)}  ` +
         `${l.group.padEnd(6)}  ${String(l.calls).padStart(5)}  ${String(l.ranks).padStart(5)}  ` +
-        `${fmt(l.residual_max_diff).padStart(17)}  ${fmt(l.norm_max_diff).padStart(13)}`,
+        `${fmt(l.residual_max_diff).padStart(17)}  ${fmt(l.norm_max_diff).padStart(13)}  ` +
+        `${(l.residual_max_abs === null ? '-' : fmt(l.residual_max_abs)).padStart(13)}`,
     );
   }
   const f = s.first_exceeding;

@@ -33,6 +33,8 @@ export interface TraceLine {
   readonly variant: ReductionVariant;
   readonly residual_max_diff: number;
   readonly norm_max_diff: number;
+  /** max |r'| of the native residual: a bf16 ulp there is max |r'| · 2^-8 at most. */
+  readonly residual_max_abs: number;
 }
 
 /** What the model knows about a deferred call. */
@@ -108,6 +110,7 @@ export class AllReduceTrace {
       variant: this.o.variant,
       residual_max_diff: maxAbsDiff(fused.r, native.r),
       norm_max_diff: maxAbsDiff(fused.a, native.a),
+      residual_max_abs: native.r.reduce((m, x) => Math.max(m, Math.abs(x)), 0),
     });
   }
 
