@@ -33,7 +33,7 @@ export interface TraceLine {
   readonly variant: ReductionVariant;
   readonly residual_max_diff: number;
   readonly norm_max_diff: number;
-  /** max |r'| of the native residual: a bf16 ulp there is max |r'| · 2^-8 at most. */
+  /** max |r'| of the native residual: a bf16 ulp there is at most max |r'| · 2^-7. */
   readonly residual_max_abs: number;
 }
 
