@@ -13,16 +13,22 @@ function run(stops: string[], chunks: string[], includeStop = false) {
   return { out: out + m.flush(), stopped: null };
 }
 
-/** The reference: cut the whole text at the earliest occurrence of any stop string. */
+/**
+ * The reference, written independently: scan the text one character at a time (the finest
+ * possible streaming) and cut at the first position where some stop string has just been
+ * completed; if several end there, the one that starts first.
+ */
 function oneShot(stops: string[], text: string, includeStop = false) {
   let best: { at: number; stop: string } | null = null;
-  for (const s of stops) {
-    const at = text.indexOf(s);
-    if (
-      at >= 0 &&
-      (best === null || at < best.at || (at === best.at && s.length < best.stop.length))
-    )
-      best = { at, stop: s };
+  for (let end = 1; end <= text.length && best === null; end++) {
+    for (const s of stops) {
+      if (
+        s.length > 0 &&
+        text.slice(0, end).endsWith(s) &&
+        (best === null || end - s.length < best.at)
+      )
+        best = { at: end - s.length, stop: s };
+    }
   }
   if (!best) return { out: text, stopped: null };
   return { out: text.slice(0, best.at + (includeStop ? best.stop.length : 0)), stopped: best.stop };
@@ -66,6 +72,14 @@ describe('StopStringMatcher', () => {
     const m = new StopStringMatcher([]);
     expect(m.push('abc')).toBe('abc');
     expect(m.flush()).toBe('');
+  });
+
+  it('stops where the first stop string completes, however the text is chunked', () => {
+    // fast-check's counterexample: "b" completes before the longer "ébc" that starts earlier.
+    for (const chunks of [['ébc'], ['é', 'bc'], ['éb', 'c'], ['é', 'b', 'c']]) {
+      expect(run(['b', 'ébc'], chunks)).toEqual({ out: 'é', stopped: 'b' });
+    }
+    expect(run(['bc', 'abc'], ['xabc'])).toEqual({ out: 'x', stopped: 'abc' }); // same end: earlier start
   });
 
   it('matches the one-shot cut for any chunking (property)', () => {

@@ -43,14 +43,19 @@ export class StopStringMatcher {
     return out;
   }
 
+  /**
+   * The occurrence that completes first (smallest end), which is where streaming one token at
+   * a time would have stopped; among those ending together, the one starting first. This makes
+   * the cut independent of how the text arrived in chunks.
+   */
   private earliestMatch(): { at: number; stop: string } | null {
     let best: { at: number; stop: string } | null = null;
     for (const stop of this.stops) {
-      const at = this.pending.indexOf(stop);
-      // On a tie the shorter wins: it is the one a finer chunking would have completed first.
-      const better =
-        best === null || at < best.at || (at === best.at && stop.length < best.stop.length);
-      if (at >= 0 && better) best = { at, stop };
+      const at = this.pending.indexOf(stop); // a stop's first occurrence is also its first to end
+      if (at < 0) continue;
+      const end = at + stop.length;
+      const bestEnd = best === null ? Infinity : best.at + best.stop.length;
+      if (best === null || end < bestEnd || (end === bestEnd && at < best.at)) best = { at, stop };
     }
     return best;
   }
