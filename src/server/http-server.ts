@@ -6,6 +6,7 @@ import { ApiError, badRequest, routeNotFound, toApiError, unauthorized } from '.
 import { registerChatCompletions } from './openai/chat-completions.js';
 import { registerCompletions } from './openai/completions.js';
 import { registerModels } from './openai/models.js';
+import { registerTokenize } from './openai/tokenize.js';
 import { ConcurrencyLimiter, type ServerContext } from './server-context.js';
 import type { ChatRenderer, OutputParsers, ServerTokenizer } from './server-deps.js';
 import { ServerMetrics } from './server-metrics.js';
@@ -105,7 +106,7 @@ function buildContext(args: CreateServerArgs, options: ServerOptions): ServerCon
 
 /**
  * The OpenAI-compatible HTTP server over one engine: /v1/chat/completions, /v1/completions,
- * /v1/models, /health, /metrics. Call `listen()` to serve; `close()` stops accepting, lets the
+ * /v1/models, /tokenize, /detokenize, /version, /health, /metrics. Call `listen()` to serve; `close()` stops accepting, lets the
  * requests in flight finish, then resolves (the engine's shutdown is the caller's).
  */
 export function createServer(args: CreateServerArgs): FastifyInstance {
@@ -137,6 +138,7 @@ export function createServer(args: CreateServerArgs): FastifyInstance {
   registerChatCompletions(app, ctx);
   registerCompletions(app, ctx);
   registerModels(app, ctx);
+  registerTokenize(app, ctx);
   app.get('/health', async () => ({ status: 'ok' }));
   const reset = args.resetPrefixCache;
   if (reset)
