@@ -1,14 +1,12 @@
 import { mkdtempSync, readdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR, createEngineFromModelDir } from '../src/cli/serve-command.js';
+import { BUNDLED_MODEL_DIR } from '../src/cli/serve-command.js';
 import { generateData } from '../src/datagen/gen-data.js';
 import { runToolLoop, type ToolLoopOptions } from '../src/eval/tool-loop.js';
 import { loadScenario, type ToolScenario } from '../src/eval/tool-scenario.js';
-import { createServer } from '../src/server/http-server.js';
-import { outputParsers } from '../src/server/text-adapters.js';
+import { serveModel } from './serve-model.js';
 
 // Seed 002's failure showed in agent loops, and streaming tool-call parsing is where MiniMax
 // users hurt most: on the bundled model (real tokenizer, template, parsers, engine), a
@@ -23,20 +21,9 @@ describe('eval tool-loop, streamed versus not, on the bundled model', () => {
     await generateData({ outDir: dir, seed: 20261129, numTrain: 1, numHeldout: 12 });
     const files = readdirSync(join(dir, 'tool-scenarios')).sort().slice(0, 6);
     scenarios = files.map((f) => loadScenario(join(dir, 'tool-scenarios', f)));
-    const serving = await createEngineFromModelDir(BUNDLED_MODEL_DIR, { backend: 'cpu' });
-    const parsers = outputParsers({ reasoning: 'minimax-m3', toolCall: 'minimax-m3' });
-    const app = createServer({
-      ...serving,
-      parsers,
-      modelName: 'tiny',
-      options: { processMetrics: false },
-    });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    close = async () => {
-      await app.close();
-      await serving.engine.shutdown();
-    };
+    const served = await serveModel(BUNDLED_MODEL_DIR);
+    url = served.url;
+    close = served.close;
   });
   afterAll(() => close());
 

@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngineFromModelDir } from '../src/cli/serve-command.js';
-import { createServer } from '../src/server/http-server.js';
 import { goldenCase } from './golden-dir.js';
+import { serveModel } from './serve-model.js';
 
 // The bench/eval toolkit against moeserve's own server (real engine, CPU, golden tiny-moe,
 // which has no EOS id: every request must run to max_tokens, so the counts are exact).
@@ -21,18 +19,9 @@ describe('toolkit against moeserve serve', () => {
   const out = mkdtempSync(join(tmpdir(), 'moeserve-toolkit-'));
 
   beforeAll(async () => {
-    const serving = await createEngineFromModelDir(goldenCase('tiny-moe'), {
-      backend: 'cpu',
-      maxModelLen: 512,
-      numPages: 256,
-    });
-    const app = createServer({ ...serving, modelName: 'tiny', options: { processMetrics: false } });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    close = async () => {
-      await app.close();
-      await serving.engine.shutdown();
-    };
+    const served = await serveModel(goldenCase('tiny-moe'), { maxModelLen: 512, numPages: 256 });
+    url = served.url;
+    close = served.close;
   });
   afterAll(() => close());
 

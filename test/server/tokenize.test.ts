@@ -1,7 +1,6 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR, createEngineFromModelDir } from '../../src/cli/serve-command.js';
-import { createServer } from '../../src/server/http-server.js';
+import { BUNDLED_MODEL_DIR } from '../../src/cli/serve-command.js';
+import { serveModel } from '../serve-model.js';
 
 // /tokenize and /detokenize (vLLM's endpoints) on the bundled model's real tokenizer and
 // template: a chat /tokenize count must equal the prompt_tokens the same chat request reports.
@@ -18,14 +17,9 @@ describe('tokenizer endpoints', () => {
   };
 
   beforeAll(async () => {
-    const serving = await createEngineFromModelDir(BUNDLED_MODEL_DIR, { backend: 'cpu' });
-    const app = createServer({ ...serving, modelName: 'tiny', options: { processMetrics: false } });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    close = async () => {
-      await app.close();
-      await serving.engine.shutdown();
-    };
+    const served = await serveModel(BUNDLED_MODEL_DIR);
+    url = served.url;
+    close = served.close;
   });
   afterAll(() => close());
 
