@@ -5,7 +5,7 @@ import { CpuBackend } from '../backend/cpu/cpu-backend.js';
 import type { ForwardBatch } from '../backend/forward-batch.js';
 import { loadModel } from './load-model.js';
 import { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
-import { runForward, singleSequenceCache } from './run-forward.js';
+import { prefillBatch, runForward, singleSequenceCache } from './run-forward.js';
 
 const dir = goldenCase('tiny-moe');
 const ids = (JSON.parse(readFileSync(`${dir}/expect.json`, 'utf8')) as { ids: number[] }).ids;
@@ -56,13 +56,7 @@ describe('KV cache', () => {
     const full = (await runForward(model, ids)).logits;
     const { kv } = singleSequenceCache(model, ids.length * 3);
     const pageTable = Int32Array.from([13, 2, 9, 0, 16, 5]);
-    const batch: ForwardBatch = {
-      tokenIds: Int32Array.from(ids),
-      seqs: [{ numCached: 0, numNew: ids.length, pageTable }],
-      pageSize: kv.pageSize,
-      logitsFor: 'all',
-    };
-    const out = await model.forward(batch, kv);
+    const out = await model.forward(prefillBatch(ids, pageTable, kv.pageSize, 'all'), kv);
     expect(maxDiff(out.logits, full.flat())).toBeLessThan(1e-5);
   });
 });

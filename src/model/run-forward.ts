@@ -20,19 +20,30 @@ export function singleSequenceCache(
   return { kv, pageTable: Int32Array.from({ length: numPages }, (_, i) => i) };
 }
 
+/** One sequence's whole prompt as a single prefill step (positions 0..T−1). */
+export function prefillBatch(
+  ids: readonly number[],
+  pageTable: Int32Array,
+  pageSize: number,
+  logitsFor: ForwardBatch['logitsFor'],
+  captureRoutedExperts = false,
+): ForwardBatch {
+  return {
+    tokenIds: Int32Array.from(ids),
+    seqs: [{ numCached: 0, numNew: ids.length, pageTable }],
+    pageSize,
+    logitsFor,
+    captureRoutedExperts,
+  };
+}
+
 /** Full causal forward over `ids` (positions 0..T−1) in one prefill step. */
 export async function runForward(
   model: ForwardModel,
   ids: readonly number[],
 ): Promise<ForwardResult> {
   const { kv, pageTable } = singleSequenceCache(model, ids.length);
-  const batch: ForwardBatch = {
-    tokenIds: Int32Array.from(ids),
-    seqs: [{ numCached: 0, numNew: ids.length, pageTable }],
-    pageSize: kv.pageSize,
-    logitsFor: 'all',
-    captureRoutedExperts: true,
-  };
+  const batch = prefillBatch(ids, pageTable, kv.pageSize, 'all', true);
   const out = await model.forward(batch, kv);
   const V = model.cfg.vocabSize;
   const K = model.cfg.numExpertsPerTok;

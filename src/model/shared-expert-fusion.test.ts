@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { goldenCase } from '../../test/golden-dir.js';
 import { CpuBackend } from '../backend/cpu/cpu-backend.js';
-import type { ForwardBatch } from '../backend/forward-batch.js';
 import { loadModel } from './load-model.js';
-import { singleSequenceCache } from './run-forward.js';
+import { badFusionRows } from './fusion-capture.js';
+import { prefillBatch, singleSequenceCache } from './run-forward.js';
 
 // Seed 002's bug class: with fusion on the gate must be asked for the K routed experts only
 // and the shared slot appended once, so every captured row holds K distinct routed ids < E
@@ -16,14 +16,7 @@ describe('shared-experts fusion capture', () => {
     const model = loadModel(dir, { backend: new CpuBackend(), fuseSharedExperts: true });
     const { numExperts: E, numExpertsPerTok: K } = model.cfg;
     const { kv, pageTable } = singleSequenceCache(model, ids.length);
-    const batch: ForwardBatch = {
-      tokenIds: Int32Array.from(ids),
-      seqs: [{ numCached: 0, numNew: ids.length, pageTable }],
-      pageSize: kv.pageSize,
-      logitsFor: 'last',
-      captureRoutedExperts: true,
-    };
-    const out = await model.forward(batch, kv);
+    const out = await model.forward(prefillBatch(ids, pageTable, kv.pageSize, 'last', true), kv);
     const layers = Object.values(out.routedExperts);
     expect(layers.length).toBe(model.cfg.moeLayers.filter(Boolean).length);
     for (const rows of layers) {
@@ -36,5 +29,16 @@ describe('shared-experts fusion capture', () => {
         expect(row[K]).toBe(E);
       }
     }
+    expect(badFusionRows(out.routedExperts, ids.length, K, E)).toBe(0);
+    // The seed's AITER bug: the gate spent a routed column on the shared id, which the append
+    // then wrote again (K-1 routed experts, shared weighted twice). The rule must catch it.
+    const corrupted = Object.fromEntries(
+      Object.entries(out.routedExperts).map(([l, rows]) => {
+        const c = rows.slice();
+        c[0] = E; // token 0: routed column 0 overwritten by the shared id
+        return [l, c];
+      }),
+    );
+    expect(badFusionRows(corrupted, ids.length, K, E)).toBe(layers.length);
   });
 });

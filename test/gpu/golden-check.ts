@@ -7,10 +7,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backend } from '../../src/backend/backend.js';
-import type { ForwardBatch } from '../../src/backend/forward-batch.js';
 import { loadModel } from '../../src/model/load-model.js';
 import { compareGolden, type GoldenExpect } from '../../src/model/golden-compare.js';
-import { runForward, singleSequenceCache } from '../../src/model/run-forward.js';
+import { badFusionRows } from '../../src/model/fusion-capture.js';
+import { prefillBatch, runForward, singleSequenceCache } from '../../src/model/run-forward.js';
 import { argmax, relErr, type Row } from './check-util.js';
 
 const REL_LIMIT = 2e-2;
@@ -124,26 +124,9 @@ export async function checkFusionCapture(caseDir: string, gpu: Backend): Promise
   const model = loadModel(caseDir, { backend: gpu, fuseSharedExperts: true });
   const { numExperts: E, numExpertsPerTok: K } = model.cfg;
   const { kv, pageTable } = singleSequenceCache(model, ids.length);
-  const batch: ForwardBatch = {
-    tokenIds: Int32Array.from(ids),
-    seqs: [{ numCached: 0, numNew: ids.length, pageTable }],
-    pageSize: kv.pageSize,
-    logitsFor: 'last',
-    captureRoutedExperts: true,
-  };
-  const out = await model.forward(batch, kv);
-  let bad = 0;
-  let total = 0;
-  for (const rowsOfLayer of Object.values(out.routedExperts)) {
-    if (rowsOfLayer.length !== ids.length * (K + 1)) bad += ids.length;
-    for (let t = 0; t < ids.length; t++) {
-      total++;
-      const row = Array.from(rowsOfLayer.subarray(t * (K + 1), (t + 1) * (K + 1)));
-      const routed = row.filter((e) => e < E);
-      if (new Set(routed).size !== K || row.filter((e) => e === E).length !== 1 || row[K] !== E)
-        bad++;
-    }
-  }
+  const out = await model.forward(prefillBatch(ids, pageTable, kv.pageSize, 'last', true), kv);
+  const total = Object.keys(out.routedExperts).length * ids.length;
+  const bad = badFusionRows(out.routedExperts, ids.length, K, E);
   return {
     check: 'fusion capture: K distinct routed < E + one shared',
     value: `${bad}/${total} bad`,
