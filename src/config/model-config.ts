@@ -1,10 +1,26 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  checkRange,
+  ConfigError,
+  eosIds,
+  layerFlags,
+  num,
+  optBool,
+  optNum,
+  optObject,
+  optStr,
+  type Json,
+} from './config-fields.js';
+import { HF_NATIVE_TEXT_TYPE, hfNativeDefaults, parseHfNativeLayers } from './hf-native-config.js';
+
+export { ConfigError } from './config-fields.js';
 
 /** MSA (sparse attention) settings; see docs/architecture.md and shared/design/minimax-m3.md §2.5. */
 export interface SparseAttentionConfig {
   readonly indexDim: number;
   readonly numIndexHeads: number;
+  /** Blocks each query attends to, the forced init and local blocks included. */
   readonly topkBlocks: number;
   readonly blockSize: number;
   readonly initBlocks: number;
@@ -20,11 +36,19 @@ export interface QuantizationConfig {
   readonly blockSize: readonly [number, number];
 }
 
+/**
+ * Which config.json dialect the text model was written in: MiniMax's own (`minimax_m3`,
+ * `sparse_attention_config`, `moe_layer_freq`) or HF transformers 5.x `save_pretrained`
+ * (`minimax_m3_vl_text`, `layer_types`, `mlp_layer_types`, flat `index_*`, `rope_parameters`).
+ */
+export type ConfigDialect = 'minimax' | 'hf-native';
+
 /** The text model of a MiniMax-M3 checkpoint, in engine names. Frozen after parsing. */
 export interface ModelConfig {
   readonly modelType: 'minimax_m3';
   /** True when the checkpoint is the VL wrapper (`minimax_m3_vl`); weights then carry a prefix. */
   readonly isVl: boolean;
+  readonly dialect: ConfigDialect;
   readonly hiddenSize: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -58,83 +82,43 @@ export interface ModelConfig {
   readonly eosTokenIds: readonly number[];
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
+/** The per-layer structure and MSA settings, whichever dialect states them. */
+export interface LayerPlan {
+  readonly moeLayers: boolean[];
+  readonly sparseLayers: boolean[];
+  readonly sparse: SparseAttentionConfig | null;
 }
 
-type Json = Record<string, unknown>;
-
-function field<T>(obj: Json, key: string, kind: 'number' | 'boolean' | 'string', where: string): T {
-  const v = obj[key];
-  if (typeof v !== kind) {
-    throw new ConfigError(
-      `${where}: field "${key}" is ${v === undefined ? 'missing' : `not a ${kind} (${JSON.stringify(v)})`}`,
-    );
-  }
-  return v as T;
-}
-
-function optional<T>(
-  obj: Json,
-  key: string,
-  kind: 'number' | 'boolean' | 'string',
-  fallback: T,
-  where: string,
-): T {
-  return obj[key] === undefined || obj[key] === null ? fallback : field<T>(obj, key, kind, where);
-}
-
-function layerFlags(
-  obj: Json,
-  key: string,
-  numLayers: number,
-  where: string,
-  fallback: boolean,
-): boolean[] {
-  const v = obj[key];
-  if (v === undefined) return new Array<boolean>(numLayers).fill(fallback);
-  if (typeof v === 'number') {
-    // An integer frequency k: every k-th layer (as some configs write moe_layer_freq = 1).
-    return Array.from({ length: numLayers }, (_, i) => v > 0 && (i + 1) % v === 0);
-  }
-  if (
-    !Array.isArray(v) ||
-    v.length !== numLayers ||
-    v.some((x) => x !== 0 && x !== 1 && typeof x !== 'boolean')
-  ) {
-    throw new ConfigError(
-      `${where}: field "${key}" must be a list of ${numLayers} zeros and ones (num_hidden_layers)`,
-    );
-  }
-  return v.map((x) => x === 1 || x === true);
-}
-
-function parseSparse(
-  text: Json,
-  numLayers: number,
-  where: string,
-): { sparse: SparseAttentionConfig | null; layers: boolean[] } {
-  const raw = text['sparse_attention_config'] as Json | undefined;
+/** MiniMax's dialect: `sparse_attention_config` and `moe_layer_freq`. */
+function parseMinimaxLayers(text: Json, numLayers: number, where: string): LayerPlan {
+  const moeLayers =
+    layerFlags(text, 'moe_layer_freq', numLayers, where) ??
+    new Array<boolean>(numLayers).fill(true);
+  const raw = optObject(text, 'sparse_attention_config', where);
   if (!raw || raw['use_sparse_attention'] !== true)
-    return { sparse: null, layers: new Array<boolean>(numLayers).fill(false) };
+    return { moeLayers, sparseLayers: new Array<boolean>(numLayers).fill(false), sparse: null };
   const w = `${where}.sparse_attention_config`;
-  const scoreType = optional<string>(raw, 'sparse_score_type', 'string', 'max', w);
+  const scoreType = optStr(raw, 'sparse_score_type', 'max', w);
   if (scoreType !== 'max')
     throw new ConfigError(`${w}: sparse_score_type "${scoreType}" is not supported (only "max")`);
   const sparse: SparseAttentionConfig = {
-    indexDim: field(raw, 'sparse_index_dim', 'number', w),
-    numIndexHeads: field(raw, 'sparse_num_index_heads', 'number', w),
-    topkBlocks: field(raw, 'sparse_topk_blocks', 'number', w),
-    blockSize: field(raw, 'sparse_block_size', 'number', w),
-    initBlocks: optional(raw, 'sparse_init_block', 'number', 0, w),
-    localBlocks: optional(raw, 'sparse_local_block', 'number', 1, w),
+    indexDim: num(raw, 'sparse_index_dim', 'positive-int', w),
+    numIndexHeads: num(raw, 'sparse_num_index_heads', 'positive-int', w),
+    topkBlocks: num(raw, 'sparse_topk_blocks', 'positive-int', w),
+    blockSize: num(raw, 'sparse_block_size', 'positive-int', w),
+    initBlocks: optNum(raw, 'sparse_init_block', 'non-negative-int', 0, w),
+    localBlocks: optNum(raw, 'sparse_local_block', 'non-negative-int', 1, w),
     scoreType: 'max',
   };
-  return { sparse, layers: layerFlags(raw, 'sparse_attention_freq', numLayers, w, true) };
+  const sparseLayers =
+    layerFlags(raw, 'sparse_attention_freq', numLayers, w) ??
+    new Array<boolean>(numLayers).fill(true);
+  return { moeLayers, sparseLayers, sparse };
 }
 
 function parseQuant(top: Json, text: Json, where: string): QuantizationConfig {
-  const q = (top['quantization_config'] ?? text['quantization_config']) as Json | undefined;
+  const q =
+    optObject(top, 'quantization_config', where) ?? optObject(text, 'quantization_config', where);
   if (!q) return { method: 'none', blockSize: [1, 1] };
   const method = q['quant_method'];
   const block = q['weight_block_size'];
@@ -151,95 +135,184 @@ function parseQuant(top: Json, text: Json, where: string): QuantizationConfig {
       !block.every((b) => Number.isInteger(b) && b > 0))
   ) {
     throw new ConfigError(
-      `${where}: quantization_config.weight_block_size must be two positive integers`,
+      `${where}: quantization_config.weight_block_size must be two positive integers (got ${JSON.stringify(block)})`,
     );
   }
   return { method, blockSize: (block as [number, number] | undefined) ?? fallback };
 }
 
-function eosIds(v: unknown): number[] {
-  if (typeof v === 'number') return [v];
-  if (Array.isArray(v)) return v.filter((x): x is number => typeof x === 'number');
-  return [];
-}
+const TEXT_TYPES = ['minimax_m3', 'minimax_m2', HF_NATIVE_TEXT_TYPE];
 
-/** Parses a HF config.json object (text or VL wrapper) into a validated ModelConfig. */
-export function parseModelConfig(top: Json, where = 'config.json'): ModelConfig {
+/** The text part of a config and what it is: VL wrapper or not, which dialect. */
+function textPart(
+  top: Json,
+  where: string,
+): { text: Json; isVl: boolean; dialect: ConfigDialect; w: string } {
   const topType = top['model_type'];
-  const isVl = topType === 'minimax_m3_vl';
-  const text = isVl ? (top['text_config'] as Json | undefined) : top;
-  if (!text || typeof text !== 'object')
-    throw new ConfigError(`${where}: field "text_config" is missing for model_type minimax_m3_vl`);
-  const w = isVl ? `${where}: text_config` : where;
-  const textType = text['model_type'];
-  if (!isVl && topType !== 'minimax_m3') {
+  if (topType === 'minimax_m3' || topType === HF_NATIVE_TEXT_TYPE) {
+    return {
+      text: top,
+      isVl: false,
+      dialect: topType === 'minimax_m3' ? 'minimax' : 'hf-native',
+      w: where,
+    };
+  }
+  if (topType !== 'minimax_m3_vl') {
     throw new ConfigError(
-      `${where}: model_type "${String(topType)}" is not supported (minimax_m3, minimax_m3_vl)`,
+      `${where}: model_type "${String(topType)}" is not supported (minimax_m3, minimax_m3_vl, ${HF_NATIVE_TEXT_TYPE})`,
     );
   }
-  if (isVl && textType !== undefined && textType !== 'minimax_m3' && textType !== 'minimax_m2') {
+  const text = optObject(top, 'text_config', where);
+  if (!text)
+    throw new ConfigError(`${where}: field "text_config" is missing for model_type minimax_m3_vl`);
+  const w = `${where}: text_config`;
+  const textType = text['model_type'];
+  if (textType !== undefined && !TEXT_TYPES.includes(textType as string)) {
     throw new ConfigError(`${w}: model_type "${String(textType)}" is not a MiniMax-M3 text model`);
   }
-  const numLayers = field<number>(text, 'num_hidden_layers', 'number', w);
-  const numHeads = field<number>(text, 'num_attention_heads', 'number', w);
-  const numKvHeads = field<number>(text, 'num_key_value_heads', 'number', w);
-  const hiddenSize = field<number>(text, 'hidden_size', 'number', w);
-  const headDim = optional<number>(text, 'head_dim', 'number', hiddenSize / numHeads, w);
-  const partial = optional<number>(text, 'partial_rotary_factor', 'number', 1, w);
-  const rotaryDim = optional<number>(text, 'rotary_dim', 'number', headDim * partial, w);
-  const { sparse, layers: sparseLayers } = parseSparse(text, numLayers, w);
-  const moeLayers = layerFlags(text, 'moe_layer_freq', numLayers, w, true);
-  const intermediate = field<number>(text, 'intermediate_size', 'number', w);
+  return {
+    text,
+    isVl: true,
+    dialect: textType === HF_NATIVE_TEXT_TYPE ? 'hf-native' : 'minimax',
+    w,
+  };
+}
+
+/**
+ * `rope_theta` and the rotated width: top-level fields (MiniMax) or `rope_parameters`
+ * (transformers 5.x); when a config states the width twice the two must agree.
+ */
+function parseRope(
+  text: Json,
+  headDim: number,
+  thetaFallback: number,
+  w: string,
+): { ropeTheta: number; rotaryDim: number } {
+  const rp = optObject(text, 'rope_parameters', w) ?? {};
+  const rw = `${w}.rope_parameters`;
+  const ropeTheta = optNum(
+    rp,
+    'rope_theta',
+    'positive',
+    optNum(text, 'rope_theta', 'positive', thetaFallback, w),
+    rw,
+  );
+  const partial = optNum(
+    rp,
+    'partial_rotary_factor',
+    'unit-interval',
+    optNum(text, 'partial_rotary_factor', 'unit-interval', 1, w),
+    rw,
+  );
+  const fromPartial = headDim * partial;
+  const rotaryDim = optNum(text, 'rotary_dim', 'non-negative-int', fromPartial, w);
+  const partialGiven = rp['partial_rotary_factor'] ?? text['partial_rotary_factor'];
+  if (partialGiven !== undefined && partialGiven !== null && rotaryDim !== fromPartial) {
+    throw new ConfigError(
+      `${w}: rotary_dim (${rotaryDim}) disagrees with head_dim × partial_rotary_factor (${headDim} × ${partial} = ${fromPartial})`,
+    );
+  }
+  return { ropeTheta, rotaryDim };
+}
+
+/** `hidden_act`: SwiGLU-OAI, or "silu" as transformers writes it beside swiglu_alpha/limit. */
+function checkActivation(text: Json, dialect: ConfigDialect, w: string): void {
+  const act = optStr(text, 'hidden_act', 'swigluoai', w);
+  if (act === 'swigluoai') return;
+  // transformers 5.x normalises hidden_act to "silu" although the MLP is SwiGLU-OAI
+  // (computed from swiglu_alpha/swiglu_limit); a MiniMax-dialect config must say so itself.
+  const oai =
+    dialect === 'hf-native' ||
+    (text['swiglu_alpha'] !== undefined && text['swiglu_limit'] !== undefined);
+  if (act === 'silu' && oai) return;
+  throw new ConfigError(
+    `${w}: field "hidden_act" is ${JSON.stringify(act)}; MiniMax-M3 MLPs are SwiGLU-OAI ("swigluoai", or "silu" with swiglu_alpha and swiglu_limit)`,
+  );
+}
+
+/** Parses a HF config.json object (text or VL wrapper, either dialect) into a validated ModelConfig. */
+export function parseModelConfig(top: Json, where = 'config.json'): ModelConfig {
+  const { text: raw, isVl, dialect, w } = textPart(top, where);
+  // transformers drops fields equal to its class defaults when saving; read them back.
+  const text = dialect === 'hf-native' ? { ...hfNativeDefaults(), ...dropNulls(raw) } : raw;
+  checkActivation(text, dialect, w);
+  const numLayers = num(text, 'num_hidden_layers', 'positive-int', w);
+  const numHeads = num(text, 'num_attention_heads', 'positive-int', w);
+  const hiddenSize = num(text, 'hidden_size', 'positive-int', w);
+  const vocabSize = num(text, 'vocab_size', 'positive-int', w);
+  // Without head_dim, hidden_size / num_attention_heads must itself be a valid head_dim.
+  const headDim = checkRange(
+    optNum(text, 'head_dim', 'positive-int', hiddenSize / numHeads, w),
+    'positive-int',
+    'head_dim',
+    w,
+  );
+  const rope = parseRope(text, headDim, 10000, w);
+  const plan =
+    dialect === 'hf-native'
+      ? parseHfNativeLayers(text, numLayers, w)
+      : parseMinimaxLayers(text, numLayers, w);
+  const intermediate = num(text, 'intermediate_size', 'positive-int', w);
   const cfg: ModelConfig = {
     modelType: 'minimax_m3',
     isVl,
+    dialect,
     hiddenSize,
     numLayers,
     numHeads,
-    numKvHeads,
+    numKvHeads: num(text, 'num_key_value_heads', 'positive-int', w),
     headDim,
-    vocabSize: field(text, 'vocab_size', 'number', w),
-    maxPositionEmbeddings: optional(text, 'max_position_embeddings', 'number', 4096, w),
-    ropeTheta: optional(text, 'rope_theta', 'number', 10000, w),
-    rotaryDim,
-    rmsNormEps: optional(text, 'rms_norm_eps', 'number', 1e-6, w),
-    swigluAlpha: optional(text, 'swiglu_alpha', 'number', 1.702, w),
-    swigluLimit: optional(text, 'swiglu_limit', 'number', 7.0, w),
-    tieWordEmbeddings: optional(text, 'tie_word_embeddings', 'boolean', false, w),
-    denseIntermediateSize: optional(text, 'dense_intermediate_size', 'number', intermediate, w),
+    vocabSize,
+    maxPositionEmbeddings: optNum(text, 'max_position_embeddings', 'positive-int', 4096, w),
+    ...rope,
+    rmsNormEps: optNum(text, 'rms_norm_eps', 'positive', 1e-6, w),
+    swigluAlpha: optNum(text, 'swiglu_alpha', 'positive', 1.702, w),
+    swigluLimit: optNum(text, 'swiglu_limit', 'positive', 7.0, w),
+    tieWordEmbeddings: optBool(text, 'tie_word_embeddings', false, w),
+    denseIntermediateSize: optNum(text, 'dense_intermediate_size', 'positive-int', intermediate, w),
     moeIntermediateSize: intermediate,
-    sharedIntermediateSize: optional(text, 'shared_intermediate_size', 'number', intermediate, w),
-    numSharedExperts: optional(text, 'n_shared_experts', 'number', 0, w),
-    numExperts: optional(text, 'num_local_experts', 'number', 0, w),
-    numExpertsPerTok: optional(text, 'num_experts_per_tok', 'number', 0, w),
-    routedScalingFactor: optional(text, 'routed_scaling_factor', 'number', 1, w),
-    useRoutingBias: optional(text, 'use_routing_bias', 'boolean', true, w),
-    moeLayers,
-    sparseLayers,
-    sparse,
-    numMtpModules: optional(text, 'num_mtp_modules', 'number', 0, w),
-    torchDtype: String(top['torch_dtype'] ?? text['torch_dtype'] ?? 'bfloat16'),
+    sharedIntermediateSize: optNum(
+      text,
+      'shared_intermediate_size',
+      'positive-int',
+      intermediate,
+      w,
+    ),
+    numSharedExperts: optNum(text, 'n_shared_experts', 'non-negative-int', 0, w),
+    numExperts: optNum(text, 'num_local_experts', 'non-negative-int', 0, w),
+    numExpertsPerTok: optNum(text, 'num_experts_per_tok', 'non-negative-int', 0, w),
+    routedScalingFactor: optNum(text, 'routed_scaling_factor', 'positive', 1, w),
+    useRoutingBias: optBool(text, 'use_routing_bias', true, w),
+    ...plan,
+    numMtpModules: optNum(text, 'num_mtp_modules', 'non-negative-int', 0, w),
+    torchDtype: storageDtype(top, text, w),
     quantization: parseQuant(top, text, where),
-    eosTokenIds: eosIds(text['eos_token_id'] ?? top['eos_token_id']),
+    eosTokenIds: eosIds(text['eos_token_id'] ?? top['eos_token_id'], vocabSize, 'eos_token_id', w),
   };
   validate(cfg, w);
   return Object.freeze(cfg);
 }
 
+function dropNulls(o: Json): Json {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null));
+}
+
+/** `dtype` (transformers 5.x) or `torch_dtype`, top level first. */
+function storageDtype(top: Json, text: Json, w: string): string {
+  for (const o of [top, text])
+    for (const k of ['dtype', 'torch_dtype']) if (typeof o[k] === 'string') return o[k] as string;
+  for (const o of [top, text])
+    for (const k of ['dtype', 'torch_dtype'])
+      if (o[k] !== undefined && o[k] !== null)
+        throw new ConfigError(`${w}: field "${k}" is not a string (${JSON.stringify(o[k])})`);
+  return 'bfloat16';
+}
+
+/** Relations between fields (each field's own range is checked where it is read). */
 function validate(c: ModelConfig, w: string): void {
   const fail = (msg: string): never => {
     throw new ConfigError(`${w}: ${msg}`);
   };
-  for (const [k, v] of Object.entries({
-    hidden_size: c.hiddenSize,
-    num_hidden_layers: c.numLayers,
-    num_attention_heads: c.numHeads,
-    num_key_value_heads: c.numKvHeads,
-    head_dim: c.headDim,
-    vocab_size: c.vocabSize,
-  })) {
-    if (!Number.isInteger(v) || v <= 0) fail(`field "${k}" must be a positive integer (got ${v})`);
-  }
   if (c.numHeads % c.numKvHeads !== 0)
     fail(
       `num_attention_heads (${c.numHeads}) is not a multiple of num_key_value_heads (${c.numKvHeads})`,
@@ -248,19 +321,26 @@ function validate(c: ModelConfig, w: string): void {
     fail(`rotary_dim (${c.rotaryDim}) must be even and at most head_dim (${c.headDim})`);
   if (c.moeLayers.some(Boolean)) {
     if (c.numExperts <= 0)
-      fail('field "num_local_experts" must be positive when moe_layer_freq has MoE layers');
+      fail('field "num_local_experts" must be positive when the config has MoE layers');
     if (c.numExpertsPerTok <= 0 || c.numExpertsPerTok > c.numExperts)
       fail(
         `num_experts_per_tok (${c.numExpertsPerTok}) must be in 1..num_local_experts (${c.numExperts})`,
       );
   }
   if (c.sparse) {
-    if (c.sparse.numIndexHeads !== c.numKvHeads)
+    const s = c.sparse;
+    if (s.numIndexHeads !== c.numKvHeads)
       fail(
-        `sparse_num_index_heads (${c.sparse.numIndexHeads}) must equal num_key_value_heads (${c.numKvHeads})`,
+        `sparse_num_index_heads / index_n_heads (${s.numIndexHeads}) must equal num_key_value_heads (${c.numKvHeads})`,
       );
-    if (c.sparse.topkBlocks < 1 + c.sparse.initBlocks)
-      fail('sparse_topk_blocks must leave room for the local block');
+    if (s.topkBlocks < s.initBlocks + Math.max(1, s.localBlocks))
+      fail(
+        `sparse_topk_blocks / index_topk_blocks (${s.topkBlocks}) must leave room for the init (${s.initBlocks}) and local (${Math.max(1, s.localBlocks)}) blocks`,
+      );
+    if (s.indexDim < c.rotaryDim)
+      fail(
+        `sparse_index_dim / index_head_dim (${s.indexDim}) must be at least rotary_dim (${c.rotaryDim})`,
+      );
   }
 }
 
@@ -275,10 +355,15 @@ export function loadModelConfig(dir: string): ModelConfig {
   }
   const cfg = parseModelConfig(raw, path);
   if (cfg.eosTokenIds.length > 0) return cfg;
+  const genPath = join(dir, 'generation_config.json');
+  let gen: Json;
   try {
-    const gen = JSON.parse(readFileSync(join(dir, 'generation_config.json'), 'utf8')) as Json;
-    return Object.freeze({ ...cfg, eosTokenIds: eosIds(gen['eos_token_id']) });
+    gen = JSON.parse(readFileSync(genPath, 'utf8')) as Json;
   } catch {
     return cfg;
   }
+  return Object.freeze({
+    ...cfg,
+    eosTokenIds: eosIds(gen['eos_token_id'], cfg.vocabSize, 'eos_token_id', genPath),
+  });
 }
