@@ -1,6 +1,18 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** Import patterns of the layers above the engine, and of everything below the server. */
+const UPPER_LAYERS = ['**/server/**', '**/cli/**', '**/tools/**'];
+const LOWER_LAYERS = [
+  '**/engine/**',
+  '**/scheduler/**',
+  '**/kv-cache/**',
+  '**/model/**',
+  '**/backend/**',
+  '**/parallel/**',
+  '**/tensor/**',
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -41,6 +53,67 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         { patterns: ['**/backend/cpu/**', '**/backend/cuda/**', '**/server/**', '**/engine/**'] },
+      ],
+    },
+  },
+  // The layers (docs/architecture.md): cli/tools -> server -> engine -> {scheduler, kv-cache,
+  // model} -> {backend, parallel} -> tensor. An import that runs back up fails the build.
+  {
+    files: ['src/parallel/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: UPPER_LAYERS.concat('**/model/**', '**/engine/**', '**/scheduler/**'),
+              message:
+                'parallel/ holds communicators, transport and layouts only: it imports no model, engine or server',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/engine/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: UPPER_LAYERS, message: 'the engine imports no server, CLI or tool' }],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/server/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/cli/**', '**/tools/**'], message: 'the server imports no CLI or tool' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The benchmark toolkit speaks HTTP to a server; model-level benchmarks live in src/tools/.
+    files: ['src/bench/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: UPPER_LAYERS.concat(LOWER_LAYERS),
+              message:
+                'bench/ speaks HTTP: no model, engine or backend imports (model-level benchmarks go in src/tools/)',
+            },
+          ],
+        },
       ],
     },
   },

@@ -11,14 +11,12 @@ import {
   launchRankGroup,
   superviseNode,
   type LaunchOptions,
-} from '../parallel/launch/launch-group.js';
-import {
-  DistributedModelRunner,
-  type DistributedRunnerOptions,
-} from '../parallel/launch/distributed-model-runner.js';
+} from '../engine/distributed/launch-group.js';
+import type { RankGroupDriver } from '../engine/distributed/rank-group-driver.js';
+import type { InjectedFault } from '../engine/distributed/rank-worker.js';
+import type { RankSpec } from '../engine/distributed/step-messages.js';
+import { M3ModelRunner, type M3RunnerOptions } from '../engine/m3-model-runner.js';
 import { parseReductionVariant, REDUCTION_VARIANTS } from '../parallel/reduction-semantics.js';
-import type { InjectedFault } from '../parallel/launch/rank-worker.js';
-import type { RankSpec } from '../parallel/launch/step-messages.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
 
 /** The parallel-layout and launch flags every model command takes (torchrun's names). */
@@ -197,13 +195,14 @@ export async function openModel(
 /**
  * For `serve --tp N`: null when tp = 1 (build the single-rank runner as usual); 'other-host'
  * when this host only ran worker ranks (they have exited); else the engine runner of the
- * group rank 0 leads, with the placement table printed.
+ * group rank 0 leads (the same M3ModelRunner as one rank) and the group, whose `failed`
+ * and `abort` the server watches, with the placement table printed.
  */
 export async function openDistributedRunner(
   values: Record<string, unknown>,
   m: ModelCommandOptions,
-  o: DistributedRunnerOptions = {},
-): Promise<DistributedModelRunner | 'other-host' | null> {
+  o: M3RunnerOptions = {},
+): Promise<{ runner: M3ModelRunner; group: RankGroupDriver } | 'other-host' | null> {
   const spec = rankSpecFrom(values, m);
   if (spec.tp === 1) return null;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -215,7 +214,7 @@ export async function openDistributedRunner(
   const driver = await launchRankGroup(launch);
   log(formatPlacementTable(driver.model.placement, driver.model.layout, spec.allReduceFusion));
   try {
-    return new DistributedModelRunner(driver, o);
+    return { runner: new M3ModelRunner(driver, o), group: driver };
   } catch (e) {
     await driver.abort();
     throw e;

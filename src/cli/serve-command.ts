@@ -259,7 +259,7 @@ export const serveCommand: Command = {
       numPages,
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
-      ...(dist && { runner: dist }),
+      ...(dist && { runner: dist.runner }),
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;
     const app = createServer({
@@ -282,10 +282,10 @@ export const serveCommand: Command = {
     const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
     console.log(`moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${backend})`);
     // A rank that dies ends the server, even between requests: no half-alive group.
-    dist?.failed.catch(async (e: unknown) => {
+    dist?.group.failed.catch(async (e: unknown) => {
       console.error(`moeserve: ${(e as Error).message}`);
       await app.close().catch(() => {});
-      await dist.abort();
+      await dist.group.abort();
       process.exit(1);
     });
     return untilShutdown(async () => {

@@ -1,5 +1,5 @@
-import { HangWatchdog } from '../parallel/launch/hang-watchdog.js';
-import { runRankWorker } from '../parallel/launch/rank-worker.js';
+import { HangWatchdog } from '../engine/distributed/hang-watchdog.js';
+import { runRankWorker } from '../engine/distributed/rank-worker.js';
 import { formGroupAsWorker } from '../parallel/transport/process-group.js';
 import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
 import { injectedFault } from './parallel-options.js';

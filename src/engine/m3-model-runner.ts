@@ -1,24 +1,37 @@
+import type { Backend } from '../backend/backend.js';
 import { planKvPages } from '../backend/cuda/memory-plan.js';
 import type { ForwardBatch } from '../backend/forward-batch.js';
-import {
-  allocKvCache,
-  defaultPageSize,
-  kvBytesPerPage,
-  type KvCache,
-} from '../model/minimax-m3/kv-cache.js';
-import type { MiniMaxM3Model } from '../model/minimax-m3/minimax-m3-model.js';
+import type { ForwardModel } from '../model/forward-model.js';
+import { defaultPageSize, kvBytesPerPage, type KvCache } from '../model/minimax-m3/kv-cache.js';
+import type { ParallelLayout } from '../parallel/parallel-layout.js';
 import type { ModelRunner, StepOutput } from './model-runner.js';
 
 export interface M3RunnerOptions {
-  /** KV pages to allocate; default from `kvCacheBytes`. */
+  /** KV pages to allocate (on every rank); default from `kvCacheBytes` or free memory. */
   readonly numPages?: number;
-  /** Memory budget for the KV cache when numPages is not given (default 256 MiB). */
+  /** KV-cache memory budget of each rank when numPages is not given (default: from free
+   * device memory where the backend reports it, else 256 MiB). */
   readonly kvCacheBytes?: number;
   /** Context limit; default the model's max_position_embeddings. */
   readonly maxModelLen?: number;
 }
 
-/** Adapts a loaded MiniMax-M3 model (any backend, this rank's share) to the engine. */
+/**
+ * What the runner drives: one rank's MiniMaxM3Model, or rank 0's RankGroupDriver of a --tp
+ * group (distributed/rank-group-driver.ts), which forwards every step and KV allocation to
+ * the other ranks. `close` ends the group, when there is one.
+ */
+export interface RunnerModel extends ForwardModel {
+  readonly backend: Backend;
+  readonly layout: ParallelLayout;
+  close?(): Promise<void>;
+}
+
+/**
+ * Adapts a loaded MiniMaxM3Model (any backend, one rank or a group led from this rank) to the
+ * engine. Every rank allocates the same number of KV pages for its share of the KV heads,
+ * sized by one rule (`defaultPages`).
+ */
 export class M3ModelRunner implements ModelRunner {
   readonly vocabSize: number;
   readonly numPages: number;
@@ -28,15 +41,15 @@ export class M3ModelRunner implements ModelRunner {
   private readonly kv: KvCache;
 
   constructor(
-    readonly model: MiniMaxM3Model,
+    readonly model: RunnerModel,
     o: M3RunnerOptions = {},
   ) {
     const cfg = model.cfg;
-    const par = { tpRank: model.comm.rank, tpSize: model.comm.worldSize };
     this.pageSize = defaultPageSize(cfg);
-    const perPage = kvBytesPerPage(cfg, par, this.pageSize, model.backend.name === 'cpu' ? 4 : 2);
+    const elemBytes = model.backend.name === 'cpu' ? 4 : 2;
+    const perPage = kvBytesPerPage(cfg, model.layout, this.pageSize, elemBytes);
     this.numPages = o.numPages ?? this.defaultPages(perPage, o);
-    this.kv = allocKvCache(model.backend, cfg, par, this.numPages, this.pageSize);
+    this.kv = model.allocKv(this.numPages, this.pageSize);
     this.vocabSize = cfg.vocabSize;
     // A sequence can never outgrow the page pool, so the context limit the server enforces
     // (and reports in /v1/models) is clamped to it: too-long prompts then get a 400.
@@ -45,6 +58,10 @@ export class M3ModelRunner implements ModelRunner {
     this.eosTokenIds = cfg.eosTokenIds;
   }
 
+  /**
+   * The one KV sizing rule: an explicit byte budget, else what fits in the free device memory
+   * (rank 0's, standing for every rank: they hold equal shares), else 256 MiB.
+   */
   private defaultPages(perPage: number, o: M3RunnerOptions): number {
     const mem = this.model.backend.memoryInfo?.();
     if (o.kvCacheBytes !== undefined || !mem) {
@@ -63,5 +80,9 @@ export class M3ModelRunner implements ModelRunner {
     return batch.captureRoutedExperts
       ? { logits: out.logits, routedExperts: out.routedExperts }
       : { logits: out.logits };
+  }
+
+  async close(): Promise<void> {
+    await this.model.close?.();
   }
 }

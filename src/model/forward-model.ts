@@ -5,7 +5,7 @@ import type { ForwardOutput } from './minimax-m3/minimax-m3-model.js';
 
 /**
  * What `runForward` and `generateTokens` drive: a model on one rank (MiniMaxM3Model), or
- * rank 0 of a group that forwards each step to the other ranks (parallel/rank-group-driver).
+ * rank 0 of a group that forwards each step to the other ranks (engine/distributed/rank-group-driver).
  */
 export interface ForwardModel {
   readonly cfg: ModelConfig;

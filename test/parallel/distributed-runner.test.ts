@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import type { ForwardBatch } from '../../src/backend/forward-batch.js';
+import { launchRankGroup } from '../../src/engine/distributed/launch-group.js';
+import { M3ModelRunner } from '../../src/engine/m3-model-runner.js';
 import type { ModelRunner } from '../../src/engine/model-runner.js';
 import { loadModel } from '../../src/model/load-model.js';
-import { DistributedModelRunner } from '../../src/parallel/launch/distributed-model-runner.js';
-import { launchRankGroup } from '../../src/parallel/launch/launch-group.js';
 import { goldenCase } from '../golden-dir.js';
 
 const DIR = goldenCase('tiny-moe');
@@ -36,7 +36,7 @@ function steps(): ForwardBatch[] {
   ];
 }
 
-describe('DistributedModelRunner (the engine runner of a --tp group)', () => {
+describe('M3ModelRunner over a --tp group (the engine runner of rank 0)', () => {
   it('runs batched prefill and decode steps on worker processes like one rank', async () => {
     const log: string[] = [];
     const driver = await launchRankGroup({
@@ -58,9 +58,7 @@ describe('DistributedModelRunner (the engine runner of a --tp group)', () => {
       log: (l) => log.push(l),
       workerEntry: { execArgv: ['--import', 'tsx'], entry: 'src/cli/main.ts' },
     });
-    const runner: ModelRunner & DistributedModelRunner = new DistributedModelRunner(driver, {
-      numPages: 4,
-    });
+    const runner: ModelRunner & M3ModelRunner = new M3ModelRunner(driver, { numPages: 4 });
     expect(runner.pageSize).toBe(4);
     expect(runner.maxModelLen).toBe(16);
     const ref = loadModel(DIR, { backend: new CpuBackend() });

@@ -12,11 +12,11 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { ForwardBatch } from '../../backend/forward-batch.js';
-import { defaultPageSize } from '../../model/minimax-m3/kv-cache.js';
-import { launchRankGroup } from '../launch/launch-group.js';
-import type { RankGroupDriver } from '../launch/rank-group-driver.js';
-import { TimedCommunicator } from '../timed-communicator.js';
+import type { ForwardBatch } from '../backend/forward-batch.js';
+import { defaultPageSize } from '../model/minimax-m3/kv-cache.js';
+import { launchRankGroup } from '../engine/distributed/launch-group.js';
+import type { RankGroupDriver } from '../engine/distributed/rank-group-driver.js';
+import { TimedCommunicator } from '../parallel/timed-communicator.js';
 
 interface BenchOptions {
   readonly model: string;
@@ -47,7 +47,7 @@ type Json = Record<string, string | number | boolean | null>;
 
 /** The moeserve CLI next to this script (src/cli/main.ts under tsx, dist/cli/main.js built). */
 const MAIN_SCRIPT = fileURLToPath(
-  new URL(`../../cli/main.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+  new URL(`../cli/main.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
 );
 
 function parseOptions(argv: string[]): BenchOptions {

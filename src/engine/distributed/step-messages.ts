@@ -1,6 +1,6 @@
 import type { ForwardBatch, SeqInBatch } from '../../backend/forward-batch.js';
-import type { AllReduceFusion } from '../allreduce-placement.js';
-import type { ReductionVariant } from '../reduction-semantics.js';
+import type { AllReduceFusion } from '../../parallel/allreduce-placement.js';
+import type { ReductionVariant } from '../../parallel/reduction-semantics.js';
 
 /**
  * The typed messages rank 0 sends the other ranks on the control channel, and their binary

@@ -1,11 +1,13 @@
+import type { Backend } from '../../backend/backend.js';
 import type { ForwardBatch } from '../../backend/forward-batch.js';
 import type { ModelConfig } from '../../config/model-config.js';
 import type { ForwardModel } from '../../model/forward-model.js';
 import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
 import type { ForwardOutput, MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
-import type { FramedSocket } from '../transport/framed-socket.js';
-import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
-import { CONTROL } from '../transport/rendezvous.js';
+import type { ParallelLayout } from '../../parallel/parallel-layout.js';
+import type { FramedSocket } from '../../parallel/transport/framed-socket.js';
+import { closeGroup, type ProcessGroup } from '../../parallel/transport/process-group.js';
+import { CONTROL } from '../../parallel/transport/rendezvous.js';
 import type { FailureWatch } from './failure-watch.js';
 import type { LocalWorkers } from './local-workers.js';
 import { allReduceLoop, type ClosableCommunicator } from './rank-runtime.js';
@@ -34,6 +36,16 @@ export class RankGroupDriver implements ForwardModel {
 
   get cfg(): ModelConfig {
     return this.model.cfg;
+  }
+
+  /** Rank 0's backend; every rank runs the same kind. */
+  get backend(): Backend {
+    return this.model.backend;
+  }
+
+  /** Rank 0's layout; the others differ only in their rank. */
+  get layout(): ParallelLayout {
+    return this.model.layout;
   }
 
   /** Rejects when any rank fails, even between steps (e.g. a worker killed while idle). */

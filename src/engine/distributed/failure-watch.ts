@@ -4,7 +4,7 @@
  * process exit, the loss of its connections — so each report has a weight and `explain`
  * waits briefly for the most telling one before naming the rank and the error.
  */
-import { PeerLostError } from '../transport/framed-socket.js';
+import { PeerLostError } from '../../parallel/transport/framed-socket.js';
 
 export type FailureSource = 'status' | 'exit' | 'connection';
 

@@ -2,10 +2,10 @@ import type { Backend } from '../../backend/backend.js';
 import { createBackend } from '../../backend/create-backend.js';
 import { loadModel } from '../../model/load-model.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
-import type { Communicator } from '../communicator.js';
-import { CpuCommunicator } from '../cpu/cpu-communicator.js';
-import { TimedCommunicator } from '../timed-communicator.js';
-import type { ProcessGroup } from '../transport/process-group.js';
+import type { Communicator } from '../../parallel/communicator.js';
+import { CpuCommunicator } from '../../parallel/cpu/cpu-communicator.js';
+import { TimedCommunicator } from '../../parallel/timed-communicator.js';
+import type { ProcessGroup } from '../../parallel/transport/process-group.js';
 import type { RankSpec } from './step-messages.js';
 
 /** A communicator this rank can close when the job ends. */
@@ -49,7 +49,7 @@ async function createCommunicator(
     return new CpuCommunicator(group.rank, group.peers);
   }
   // Loaded only when selected, so nothing else needs libnccl.
-  const { createNcclCommunicator } = await import('../nccl/nccl-communicator.js');
+  const { createNcclCommunicator } = await import('../../parallel/nccl/nccl-communicator.js');
   return createNcclCommunicator(group.rank, group.worldSize, group.table.payload, backend);
 }
 
@@ -75,6 +75,6 @@ export async function allReduceLoop(
 /** Rank 0, before the rendezvous: the NCCL unique id to hand out, or nothing. */
 export async function rendezvousPayload(spec: RankSpec): Promise<Uint8Array> {
   if (spec.comm !== 'nccl') return new Uint8Array(0);
-  const { ncclUniqueId } = await import('../nccl/nccl-communicator.js');
+  const { ncclUniqueId } = await import('../../parallel/nccl/nccl-communicator.js');
   return ncclUniqueId();
 }

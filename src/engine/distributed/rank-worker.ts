@@ -1,7 +1,7 @@
 import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
-import { PeerLostError } from '../transport/framed-socket.js';
-import { CONTROL } from '../transport/rendezvous.js';
-import { closeGroup, type ProcessGroup } from '../transport/process-group.js';
+import { PeerLostError } from '../../parallel/transport/framed-socket.js';
+import { CONTROL } from '../../parallel/transport/rendezvous.js';
+import { closeGroup, type ProcessGroup } from '../../parallel/transport/process-group.js';
 import { allReduceLoop, createRankRuntime, type RankRuntime } from './rank-runtime.js';
 import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
 

@@ -4,8 +4,8 @@ import {
   openMaster,
   type GroupConfig,
   type ProcessGroup,
-} from '../transport/process-group.js';
-import { CONTROL } from '../transport/rendezvous.js';
+} from '../../parallel/transport/process-group.js';
+import { CONTROL } from '../../parallel/transport/rendezvous.js';
 import { FailureWatch } from './failure-watch.js';
 import { LocalWorkers, type WorkerEntry } from './local-workers.js';
 import { RankGroupDriver, watchControl } from './rank-group-driver.js';
