@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { readJsonl } from './jsonl.js';
 
 /** One GSM8K line: `answer` ends with `#### N`. */
@@ -6,9 +7,13 @@ export interface Gsm8kItem {
   answer: string;
 }
 
-/** Defaults are relative to the repository root, where the shared checkout sits beside it. */
-export const DEFAULT_GSM8K_TEST = '../shared/data/gsm8k/test.jsonl';
-export const DEFAULT_GSM8K_TRAIN = '../shared/data/gsm8k/train-first200.jsonl';
+/**
+ * GSM8K as bundled with the package (data/gsm8k, MIT, LICENSE beside it). Resolved from this
+ * module, so the defaults work from any working directory, in src/ (tsx) and in dist/ alike.
+ */
+export const BUNDLED_GSM8K_DIR = fileURLToPath(new URL('../../data/gsm8k', import.meta.url));
+export const DEFAULT_GSM8K_TEST = `${BUNDLED_GSM8K_DIR}/test.jsonl`;
+export const DEFAULT_GSM8K_TRAIN = `${BUNDLED_GSM8K_DIR}/train-first200.jsonl`;
 
 /** The first `limit` items (all when undefined) of a GSM8K-style JSONL file. */
 export function loadGsm8k(path: string, limit?: number): Gsm8kItem[] {

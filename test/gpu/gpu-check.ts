@@ -21,7 +21,7 @@ function arg(name: string, fallback: string): string {
 
 async function main(): Promise<void> {
   const outDir = arg('out', process.env['OUT'] ?? '.');
-  const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? '../shared/golden');
+  const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
   const only = new Set(arg('only', 'smoke,ops,golden').split(','));
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();

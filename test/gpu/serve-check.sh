@@ -6,8 +6,8 @@
 # .golden/ (tiny-moe and heldout-gsm8k.jsonl) carried; results go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-IDS=$(node -e "console.log(require('./.golden/tiny-moe/expect.json').ids.join(','))")
-node dist/cli/main.js forward --backend cuda --model .golden/tiny-moe --ids "$IDS" --out "$OUT/cuda-forward.json" 2>&1 | tail -3
+IDS=$(node -e "console.log(require('./test/fixtures/golden/tiny-moe/expect.json').ids.join(','))")
+node dist/cli/main.js forward --backend cuda --model test/fixtures/golden/tiny-moe --ids "$IDS" --out "$OUT/cuda-forward.json" 2>&1 | tail -3
 node dist/cli/main.js serve --backend cuda --port 8000 > /tmp/serve.log 2>&1 &
 SERVER=$!
 for _ in $(seq 1 120); do curl -sf http://127.0.0.1:8000/health > /dev/null && break; sleep 1; done

@@ -2,10 +2,10 @@
 # GPU equivalence of the parallel layouts (issue 4): the golden tiny-moe forward on CUDA with
 # --tp 2 (NCCL; and the CPU communicator) and --ep / --sp, each written to $OUT for comparison
 # against the one-GPU forward with `npx tsx test/multi-gpu/compare-layouts.ts DIR` here. Needs 2 GPUs, .device/ and
-# dist/ (see shared/device/README.md) and the golden case copied to .golden/tiny-moe.
+# dist/ (see shared/device/README.md); the golden case is bundled in test/fixtures/golden.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-M=.golden/tiny-moe
+M=test/fixtures/golden/tiny-moe
 IDS=$(node -e "console.log(require('./$M/expect.json').ids.join(','))")
 nvidia-smi topo -m 2>&1 | head -5
 run() { # name, args...
