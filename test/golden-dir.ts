@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** The golden cases bundled with the project (a copy of shared/golden; test/golden-sync.test.ts keeps them in step). */
+/** The golden cases bundled with the project (a copy of shared/golden; test/shared-sync.test.ts keeps them in step). */
 export const BUNDLED_GOLDEN_DIR: string = fileURLToPath(
   new URL('./fixtures/golden', import.meta.url),
 );
