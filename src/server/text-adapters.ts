@@ -89,7 +89,7 @@ export function outputParsers(o: {
     parsers.reasoning = (init) =>
       new ReasoningStreamParser({ prefilledOpener: endsWithThinkOpener(init.promptText) });
   if (o.toolCall !== null) {
-    parsers.toolCall = (init) => new ToolCallStreamParser(init.tools, { buffered: !init.stream });
+    parsers.toolCall = (init) => new ToolCallStreamParser(init.tools);
     parsers.toolChoicePrefill = (init) =>
       toolChoicePrefill(planToolChoice(init.toolChoice, init.tools), init.promptText);
   }

@@ -19,7 +19,9 @@ const NS = ']<]minimax[>[';
 function schemaOf(v: unknown): JsonSchema {
   if (typeof v === 'string') return { type: 'string' };
   if (typeof v === 'boolean') return { type: 'boolean' };
-  if (typeof v === 'number') return { type: Number.isInteger(v) ? 'integer' : 'number' };
+  // From 1e21 on, String(n) has an exponent, which int() does not read: such a value is a number.
+  if (typeof v === 'number')
+    return { type: Number.isInteger(v) && Math.abs(v) < 1e21 ? 'integer' : 'number' };
   if (Array.isArray(v)) return { type: 'array', prefixItems: v.map(schemaOf) };
   const props = Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, schemaOf(x)]));
   return { type: 'object', properties: props };

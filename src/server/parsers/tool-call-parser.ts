@@ -37,9 +37,9 @@ export interface ParsedToolCalls {
 export function parseToolCalls(
   text: string,
   tools: readonly ToolSpec[] = [],
-  opts: Omit<ToolCallParserOptions, 'buffered'> = {},
+  opts: ToolCallParserOptions = {},
 ): ParsedToolCalls {
-  const parser = new ToolCallStreamParser(tools, { ...opts, buffered: true });
+  const parser = new ToolCallStreamParser(tools, opts);
   const a = parser.feed(text);
   const b = parser.finish();
   return { content: a.content + b.content, toolCalls: collectToolCalls([...a.calls, ...b.calls]) };

@@ -33,12 +33,6 @@ export interface ToolCallOutput {
 export interface ToolCallParserOptions {
   /** Call id for the call at `index` (default `call_` + 24 random hex digits). */
   makeId?: (index: number) => string;
-  /**
-   * Hold each block's calls until `NS</tool_call>` and return a malformed or unterminated block
-   * verbatim as content (the non-streaming contract). Streaming (default) emits calls as they
-   * form and cannot take them back.
-   */
-  buffered?: boolean;
 }
 
 type State = 'text' | 'block' | 'invoke' | 'skip';
@@ -47,18 +41,16 @@ const defaultId = (): string => `call_${randomUUID().replaceAll('-', '').slice(0
 
 /**
  * Streaming `minimax-m3` tool-call parser: feed content deltas (after reasoning is split off),
- * get content deltas and tool-call deltas. Text that might begin `NS<tool_call>` is held back.
- *
- * Malformed blocks while streaming: a block that has not emitted a call yet becomes content
- * whole, as in {@link parseToolCalls}. Once a call went out it cannot be taken back: it is
- * closed as valid JSON and the rest of the block, from the offending tag to `NS</tool_call>`,
- * becomes content. Output that ends inside a block is handled the same way. On well-formed text the
- * concatenated output equals {@link parseToolCalls}' for any way of cutting it into deltas.
+ * get content deltas and tool-call deltas. Text that might begin `NS<tool_call>` is held back,
+ * and so is each call block until its `NS</tool_call>`: only then is it known to be well-formed
+ * (a malformed or unterminated block is content, verbatim) and every repeated key joined into
+ * a list. Its calls then go out as a name delta and an arguments delta each. So the stream gives
+ * exactly {@link parseToolCalls}' content and calls for any way of cutting the text into deltas,
+ * malformed text included. A call to a tool that is not in `tools` is dropped.
  */
 export class ToolCallStreamParser {
   private readonly lexer = new M3TagLexer();
   private readonly makeId: (index: number) => string;
-  private readonly buffered: boolean;
   private state: State = 'text';
   private args: InvokeArguments | undefined;
   private nextIndex = 0;
@@ -72,7 +64,6 @@ export class ToolCallStreamParser {
     opts: ToolCallParserOptions = {},
   ) {
     this.makeId = opts.makeId ?? defaultId;
-    this.buffered = opts.buffered ?? false;
   }
 
   feed(text: string): ToolCallOutput {
@@ -83,10 +74,7 @@ export class ToolCallStreamParser {
   /** Flushes held-back text and closes whatever the output left open. */
   finish(): ToolCallOutput {
     for (const ev of this.lexer.end()) this.onEvent(ev);
-    if (this.state === 'block' || this.state === 'invoke') {
-      if (this.buffered || this.nextIndex === this.blockStartIndex) this.dropBlock();
-      else this.args?.abort();
-    }
+    if (this.state === 'block' || this.state === 'invoke') this.dropBlock();
     this.state = 'text';
     this.args = undefined;
     return this.take();
@@ -140,11 +128,18 @@ export class ToolCallStreamParser {
     const name = /name\s*=\s*(?:"([^"]*)"|'([^']*)')/.exec(ev.attrs);
     const fnName = (name?.[1] ?? name?.[2] ?? '').trim();
     if (fnName === '') throw new M3SyntaxError('invoke without a name');
-    const index = this.nextIndex++;
-    this.emit({ index, id: this.makeId(index), type: 'function', name: fnName, arguments: '' });
-    this.args = new InvokeArguments(this.schemaOf(fnName), (frag) =>
-      this.emit({ index, arguments: frag }),
-    );
+    const tool = this.tools.find((t) => t.function.name === fnName);
+    if (!tool) {
+      // A call to a tool the request did not offer is dropped (SGLang does the same), but its
+      // body must still be well-formed for the block to count as calls.
+      this.args = new InvokeArguments(undefined, () => {});
+    } else {
+      const index = this.nextIndex++;
+      this.emit({ index, id: this.makeId(index), type: 'function', name: fnName, arguments: '' });
+      this.args = new InvokeArguments(schemaOf(tool), (frag) =>
+        this.emit({ index, arguments: frag }),
+      );
+    }
     this.state = 'invoke';
   }
 
@@ -159,15 +154,10 @@ export class ToolCallStreamParser {
   }
 
   private fail(ev: TagEvent): void {
-    const closesBlock = ev.kind === 'close' && ev.name === 'tool_call';
-    // Nothing of this block went out yet: it can still become content whole.
-    if (this.buffered || this.nextIndex === this.blockStartIndex) this.dropBlock();
-    else {
-      if (this.state === 'invoke') this.args?.abort();
-      this.out.content += ev.raw;
-    }
+    this.dropBlock();
     this.args = undefined;
-    this.state = closesBlock ? 'text' : 'skip';
+    // The rest of the block, up to its NS</tool_call>, is content as well.
+    this.state = ev.kind === 'close' && ev.name === 'tool_call' ? 'text' : 'skip';
   }
 
   /** The block was not a valid call block, so it is content after all. */
@@ -179,15 +169,15 @@ export class ToolCallStreamParser {
 
   /** Appends a delta, merging argument fragments of the same call. */
   private emit(delta: ToolCallDelta): void {
-    const target = this.buffered ? this.blockCalls : this.out.calls;
+    const target = this.blockCalls;
     const last = target[target.length - 1];
     if (delta.name === undefined && last?.index === delta.index && last.name === undefined) {
       last.arguments = (last.arguments ?? '') + (delta.arguments ?? '');
     } else target.push(delta);
   }
+}
 
-  private schemaOf(name: string): JsonSchema | undefined {
-    const params = this.tools.find((t) => t.function.name === name)?.function.parameters;
-    return params !== null && typeof params === 'object' ? (params as JsonSchema) : undefined;
-  }
+function schemaOf(tool: ToolSpec): JsonSchema | undefined {
+  const params = tool.function.parameters;
+  return params !== null && typeof params === 'object' ? (params as JsonSchema) : undefined;
 }

@@ -13,7 +13,10 @@ function asSchema(v: unknown): JsonSchema | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as JsonSchema) : undefined;
 }
 
-/** Declared types, lower-cased, including those of `anyOf`/`oneOf` branches. */
+/**
+ * Declared types, lower-cased, including those of `anyOf`/`oneOf` branches. A node without
+ * `type` takes the types of its `enum`/`const` values (`{"enum": [1, 2, 3]}` is an integer).
+ */
 export function schemaTypes(schema: JsonSchema | undefined): Set<string> {
   const types = new Set<string>();
   if (!schema) return types;
@@ -21,6 +24,7 @@ export function schemaTypes(schema: JsonSchema | undefined): Set<string> {
   for (const name of Array.isArray(t) ? t : [t]) {
     if (typeof name === 'string') types.add(aliasType(name.toLowerCase()));
   }
+  if (t === undefined) for (const v of enumValues(schema)) types.add(jsonTypeOf(v));
   for (const key of ['anyOf', 'oneOf']) {
     const branches = schema[key];
     if (Array.isArray(branches)) {
@@ -28,6 +32,19 @@ export function schemaTypes(schema: JsonSchema | undefined): Set<string> {
     }
   }
   return types;
+}
+
+function enumValues(schema: JsonSchema): unknown[] {
+  const e = schema['enum'];
+  if (Array.isArray(e)) return e;
+  return 'const' in schema ? [schema['const']] : [];
+}
+
+function jsonTypeOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v; // string, boolean, object
 }
 
 function aliasType(t: string): string {
@@ -87,10 +104,12 @@ export function childSchema(
 }
 
 /**
- * Casts the text of a leaf element by its schema: strings verbatim; integers and numbers
- * parsed (JSON keeps integral numbers integral); booleans from true/1/yes/on and
- * false/0/no/off; null from "null"/"Null"/"NULL" or empty text, only where null is allowed;
- * objects/arrays from empty text or embedded JSON. Anything that does not cast stays a string.
+ * Casts the text of a leaf element by its schema, in the order and with the rules of SGLang's
+ * MinimaxM3Detector: strings verbatim (unless null is allowed too); null from "null"/"Null"/"NULL"
+ * or empty text where null is allowed; integers as Python's int() reads them (digits with an
+ * optional sign, `_` between digits; exact beyond 2^53); numbers as float() reads them, integral
+ * ones written as integers; booleans from true/1/yes/on and false/0/no/off; arrays and objects
+ * from empty text or embedded JSON. Anything that does not cast stays a string.
  */
 export function castLeaf(text: string, schema: JsonSchema | undefined): unknown {
   const types = schemaTypes(schema);
@@ -98,9 +117,11 @@ export function castLeaf(text: string, schema: JsonSchema | undefined): unknown 
   if (types.size === 0 || (types.has('string') && !nullable)) return text;
   if (nullable && (NULL_STRINGS.has(text.trim()) || text === '')) return null;
   const t = text.trim();
-  const n = t === '' ? NaN : Number(t);
-  if (types.has('integer') && Number.isInteger(n)) return n;
-  if (types.has('number') && Number.isFinite(n)) return n;
+  if (types.has('integer') && PY_INT.test(t)) return exactInteger(BigInt(t.replaceAll('_', '')));
+  if (types.has('number') && PY_FLOAT.test(t)) {
+    const n = Number(t.replaceAll('_', ''));
+    if (Number.isFinite(n)) return Number.isInteger(n) ? exactInteger(BigInt(n)) : n;
+  }
   if (types.has('boolean')) {
     const lower = t.toLowerCase();
     if (TRUE_STRINGS.has(lower)) return true;
@@ -109,6 +130,19 @@ export function castLeaf(text: string, schema: JsonSchema | undefined): unknown 
   if (types.has('array') && (t === '' || t.startsWith('['))) return parseJsonOr(t, []);
   if (types.has('object') && (t === '' || t.startsWith('{'))) return parseJsonOr(t, {});
   return text;
+}
+
+// Python's int(str) and float(str) grammars (ASCII digits; inf/nan are not JSON numbers).
+const DIGITS = String.raw`\d(?:_?\d)*`;
+const PY_INT = new RegExp(`^[+-]?${DIGITS}$`);
+const PY_FLOAT = new RegExp(
+  `^[+-]?(?:${DIGITS}(?:\\.(?:${DIGITS})?)?|\\.${DIGITS})(?:[eE][+-]?${DIGITS})?$`,
+);
+
+/** A number when it is exact as one, else the bigint (written as its digits in the JSON). */
+function exactInteger(v: bigint): number | bigint {
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : v;
 }
 
 function parseJsonOr(text: string, empty: unknown): unknown {
