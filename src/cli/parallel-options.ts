@@ -13,7 +13,7 @@ import {
   type LaunchOptions,
 } from '../engine/distributed/launch-group.js';
 import type { RankGroupDriver } from '../engine/distributed/rank-group-driver.js';
-import type { InjectedFault } from '../engine/distributed/rank-worker.js';
+import type { InjectedFault } from '../engine/distributed/fault-injection.js';
 import type { RankSpec } from '../engine/distributed/step-messages.js';
 import { M3ModelRunner, type M3RunnerOptions } from '../engine/m3-model-runner.js';
 import { parseReductionVariant, REDUCTION_VARIANTS } from '../parallel/reduction-semantics.js';

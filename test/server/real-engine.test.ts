@@ -8,7 +8,7 @@ import {
 } from '../../src/cli/serve-command.js';
 import { createServer } from '../../src/server/http-server.js';
 import type { ServerTokenizer } from '../../src/server/server-deps.js';
-import { parseMetrics } from '../../src/server/soak.js';
+import { parseMetrics } from '../../src/tools/server-soak.js';
 import { goldenCase } from '../golden-dir.js';
 
 // The server over the real LlmEngine and MiniMax-M3 forward (CPU, the golden tiny-moe

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runHttpSoak } from '../../src/server/soak.js';
+import { runHttpSoak } from '../../src/tools/server-soak.js';
 import { EOS_ID, ids } from './fake-text.js';
 import { startTestServer, type TestServer } from './harness.js';
 

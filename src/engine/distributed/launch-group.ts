@@ -10,7 +10,7 @@ import { FailureWatch } from './failure-watch.js';
 import { LocalWorkers, type WorkerEntry } from './local-workers.js';
 import { RankGroupDriver, watchControl } from './rank-group-driver.js';
 import { createRankRuntime, rendezvousPayload } from './rank-runtime.js';
-import type { InjectedFault } from './rank-worker.js';
+import { withInjectedFault, type InjectedFault } from './fault-injection.js';
 import { encodeStep, type RankSpec } from './step-messages.js';
 
 /** torchrun-style placement of the ranks over hosts. */
@@ -28,7 +28,7 @@ export interface LaunchOptions {
   readonly workerEnv?: Readonly<Record<string, string>>;
   /** How to run `moeserve` for the workers; default: as this process was run. */
   readonly workerEntry?: WorkerEntry;
-  /** Test hook for rank 0's own forward steps. */
+  /** Test seam (withInjectedFault) for rank 0's own forward steps. */
   readonly fault?: InjectedFault;
 }
 
@@ -64,7 +64,13 @@ export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver
     await watch.race(ready);
     const pids = [...workers.pids].map(([r, pid]) => `rank ${r} pid ${pid}`);
     o.log(`ranks ready: rank 0 pid ${process.pid}${pids.length ? `, ${pids.join(', ')}` : ''}`);
-    return new RankGroupDriver(rt.model, rt.comm, group, watch, workers, o.fault);
+    return new RankGroupDriver(
+      withInjectedFault(rt.model, o.fault),
+      rt.comm,
+      group,
+      watch,
+      workers,
+    );
   } catch (e) {
     const err = await watch.explain(e);
     watch.stop();

@@ -11,7 +11,6 @@ import { CONTROL } from '../../parallel/transport/rendezvous.js';
 import type { FailureWatch } from './failure-watch.js';
 import type { LocalWorkers } from './local-workers.js';
 import { allReduceLoop, type ClosableCommunicator } from './rank-runtime.js';
-import { maybeFault, type InjectedFault } from './rank-worker.js';
 import { decodeStatus, encodeStep, type StepMessage } from './step-messages.js';
 
 /**
@@ -31,7 +30,6 @@ export class RankGroupDriver implements ForwardModel {
     private readonly group: ProcessGroup,
     private readonly watch: FailureWatch,
     private readonly workers: LocalWorkers,
-    private readonly fault?: InjectedFault,
   ) {}
 
   get cfg(): ModelConfig {
@@ -75,7 +73,6 @@ export class RankGroupDriver implements ForwardModel {
     try {
       const stepId = this.nextStepId++;
       this.send({ kind: 'forward', cacheId, stepId, batch });
-      maybeFault(this.fault, stepId);
       return await this.watch.race(this.model.forward(batch, kv));
     } catch (e) {
       throw await this.watch.explain(e);

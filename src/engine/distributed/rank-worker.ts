@@ -2,24 +2,13 @@ import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
 import { PeerLostError } from '../../parallel/transport/framed-socket.js';
 import { CONTROL } from '../../parallel/transport/rendezvous.js';
 import { closeGroup, type ProcessGroup } from '../../parallel/transport/process-group.js';
+import { withInjectedFault, type InjectedFault } from './fault-injection.js';
 import { allReduceLoop, createRankRuntime, type RankRuntime } from './rank-runtime.js';
 import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
 
-/** Test hook: at forward step `step` (0-based) throw, or block the thread forever. */
-export interface InjectedFault {
-  readonly step: number;
-  readonly mode: 'throw' | 'block';
-}
-
 export interface RankWorkerOptions {
+  /** Test seam (withInjectedFault): fail this rank's chosen forward step. */
   readonly fault?: InjectedFault;
-}
-
-/** Runs an injected fault when its step comes. */
-export function maybeFault(fault: InjectedFault | undefined, step: number): void {
-  if (!fault || fault.step !== step) return;
-  if (fault.mode === 'throw') throw new Error(`injected fault at step ${step}`);
-  for (;;); // 'block': a synchronous hang, like a device sync that never returns
 }
 
 /**
@@ -32,22 +21,22 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
   const control = group.control[0]!;
   let rt: RankRuntime | null = null;
   const caches = new Map<number, KvCache>();
-  let steps = 0;
   try {
     for (;;) {
       const frame = await control.next();
       if (frame.kind !== CONTROL.step) throw new Error(`unexpected control frame ${frame.kind}`);
       const msg: StepMessage = decodeStep(frame.payload);
       switch (msg.kind) {
-        case 'init':
-          rt = await createRankRuntime(msg.spec, group);
+        case 'init': {
+          const base = await createRankRuntime(msg.spec, group);
+          rt = { ...base, model: withInjectedFault(base.model, o.fault) };
           control.send(CONTROL.status, 0, encodeStatus({ kind: 'ready', rank: group.rank }));
           break;
+        }
         case 'alloc-kv':
           caches.set(msg.cacheId, loaded(rt).model.allocKv(msg.numPages, msg.pageSize));
           break;
         case 'forward': {
-          maybeFault(o.fault, steps++);
           const kv = caches.get(msg.cacheId);
           if (!kv) throw new Error(`step ${msg.stepId}: unknown KV cache ${msg.cacheId}`);
           await loaded(rt).model.forward(msg.batch, kv);

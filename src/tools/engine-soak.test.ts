@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { FakeModelRunner } from './fake-model-runner.js';
-import { LlmEngine } from './llm-engine.js';
-import { runSoak } from './soak.js';
+import { FakeModelRunner } from '../engine/fake-model-runner.js';
+import { LlmEngine } from '../engine/llm-engine.js';
+import { runSoak } from './engine-soak.js';
 
 describe('engine soak (short)', () => {
   it('returns to idle KV and heap after mixed load with aborts and preemption', async () => {

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
  * server to go idle and checks /metrics: no request running or waiting, no KV page in use, no
  * HTTP generation in flight, no 5xx; and reports the server's RSS growth over its warm level.
  *
- *   npx tsx src/server/soak.ts --url http://127.0.0.1:8000 --seconds 600 [--concurrency 16]
+ *   npm run soak:server -- --url http://127.0.0.1:8000 --seconds 600 [--concurrency 16]
  */
 export interface HttpSoakOptions {
   readonly url: string;

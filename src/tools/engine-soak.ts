@@ -2,19 +2,19 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import type { GenerateRequest } from './engine-types.js';
-import { FakeModelRunner } from './fake-model-runner.js';
-import { LlmEngine } from './llm-engine.js';
-import type { ModelRunner } from './model-runner.js';
-import { Rng } from './rng.js';
-import { GREEDY, makeRequest, randomPrompt } from './test-helpers.js';
+import type { GenerateRequest } from '../engine/engine-types.js';
+import { FakeModelRunner } from '../engine/fake-model-runner.js';
+import { LlmEngine } from '../engine/llm-engine.js';
+import type { ModelRunner } from '../engine/model-runner.js';
+import { Rng } from '../engine/rng.js';
+import { GREEDY, makeRequest, randomPrompt } from '../engine/test-helpers.js';
 
 /**
  * Engine-level soak: `concurrency` clients send mixed requests for `seconds`, some cut short
  * by an AbortSignal or by the reader walking away, then the run checks that the KV pages and
  * the JS heap are back at their idle level and the scheduler's invariants hold.
  *
- *   npx tsx src/engine/soak.ts --seconds 600 [--model DIR] [--concurrency 24] [--pages 256]
+ *   npm run soak:engine -- --seconds 600 [--model DIR] [--concurrency 24] [--pages 256]
  */
 export interface SoakOptions {
   readonly seconds: number;
@@ -199,7 +199,7 @@ async function loadRunner(model: string | undefined, pages: number): Promise<Mod
   const [{ CpuBackend }, { loadModel }, { M3ModelRunner }] = await Promise.all([
     import('../backend/cpu/cpu-backend.js'),
     import('../model/load-model.js'),
-    import('./m3-model-runner.js'),
+    import('../engine/m3-model-runner.js'),
   ]);
   return new M3ModelRunner(loadModel(model, { backend: new CpuBackend() }), {
     numPages: pages,

@@ -1,0 +1,34 @@
+import type { ForwardModel } from '../../model/forward-model.js';
+
+/** Test seam: at forward step `step` (0-based) throw, or block the thread forever. */
+export interface InjectedFault {
+  readonly step: number;
+  readonly mode: 'throw' | 'block';
+}
+
+/**
+ * The rank's model as it is, or, when a test asked for a fault (MOESERVE_FAULT_INJECT), the
+ * same model seen through a proxy whose `forward` counts its calls and fails the chosen one.
+ * The fault never sits on the production forward path: without a fault nothing is wrapped.
+ */
+export function withInjectedFault<M extends ForwardModel>(model: M, fault?: InjectedFault): M {
+  if (!fault) return model;
+  let step = 0;
+  const forward: ForwardModel['forward'] = (batch, kv) => {
+    runFault(fault, step++);
+    return model.forward(batch, kv);
+  };
+  return new Proxy(model, {
+    get(target, prop) {
+      if (prop === 'forward') return forward;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+function runFault(fault: InjectedFault, step: number): void {
+  if (fault.step !== step) return;
+  if (fault.mode === 'throw') throw new Error(`injected fault at step ${step}`);
+  for (;;); // 'block': a synchronous hang, like a device sync that never returns
+}
