@@ -10,6 +10,8 @@ export interface SeqInBatch {
   readonly numNew: number;
   /** Page ids covering at least numCached + numNew positions. */
   readonly pageTable: Int32Array;
+  /** Logits for every new token of this sequence (prompt logprobs), whatever `logitsFor` says. */
+  readonly allLogits?: boolean;
 }
 
 export interface ForwardBatch {
@@ -18,7 +20,10 @@ export interface ForwardBatch {
   readonly seqs: readonly SeqInBatch[];
   /** Page size S of the KV cache (the MSA block size when the model has sparse layers). */
   readonly pageSize: number;
-  /** Which rows get logits: the last new token of each sequence, or every token. */
+  /**
+   * Which rows get logits: the last new token of each sequence (and every token of a sequence
+   * with `allLogits`), or every token.
+   */
   readonly logitsFor: 'last' | 'all';
   /** Return each MoE layer's routed expert ids per token. */
   readonly captureRoutedExperts?: boolean;
@@ -56,7 +61,7 @@ export function layoutBatch(batch: ForwardBatch): BatchLayout {
       positions[t] = pos;
       seqOfToken[t] = s;
       slots[t] = seq.pageTable[Math.floor(pos / S)]! * S + (pos % S);
-      if (batch.logitsFor === 'all' || i === seq.numNew - 1) logitRows.push(t);
+      if (batch.logitsFor === 'all' || seq.allLogits || i === seq.numNew - 1) logitRows.push(t);
     }
   });
   if (t !== T) throw new Error(`batch: tokenIds has ${T} tokens, sequences add up to ${t}`);

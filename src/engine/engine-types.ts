@@ -3,6 +3,8 @@
  * The engine sees token ids only; the server owns tokenization, chat templates,
  * stop strings (it aborts the request when one appears) and output parsing.
  */
+import type { LogitsConstraint } from './logits-constraint.js';
+
 export interface SamplingParams {
   /** 0 = greedy. */
   readonly temperature: number;
@@ -15,6 +17,11 @@ export interface SamplingParams {
   readonly repetitionPenalty: number;
   /** Seeded per-request RNG when set; otherwise a random seed. */
   readonly seed: number | null;
+  /**
+   * OpenAI `logit_bias`: [token id, bias] pairs added to the logits before the penalties
+   * (after a constraint's mask). The server clamps biases to [-100, 100].
+   */
+  readonly logitBias?: ReadonlyArray<readonly [tokenId: number, bias: number]>;
 }
 
 export interface GenerateRequest {
@@ -28,6 +35,32 @@ export interface GenerateRequest {
   /** Number of top logprobs to return per token; null = no logprobs. */
   readonly logprobs: number | null;
   readonly returnRoutedExperts: boolean;
+  /** Allowed next tokens (structured outputs); its termination finishes the request "stop". */
+  readonly constraint?: LogitsConstraint;
+  /**
+   * Logprobs of the prompt tokens with this many top alternatives each (vLLM's
+   * `prompt_logprobs`); null/absent = none. Such a request bypasses the prefix cache, and with
+   * maxTokens 0 it only scores the prompt.
+   */
+  readonly promptLogprobs?: number | null;
+}
+
+/** One prompt position's logprob: of the actual token and the top alternatives there. */
+export interface PromptTokenLogprob {
+  readonly tokenId: number;
+  readonly logprob: number;
+  /** 1 + how many tokens were more likely (vLLM's rank). */
+  readonly rank: number;
+  readonly top: readonly { readonly tokenId: number; readonly logprob: number }[];
+}
+
+/**
+ * Sent once, before the first token: entry i is prompt position i + 1 (the first prompt token
+ * has no logprob). Raw log-softmax of the model's logits (no penalties, temperature or mask).
+ */
+export interface PromptLogprobsEvent {
+  readonly type: 'prompt_logprobs';
+  readonly logprobs: readonly PromptTokenLogprob[];
 }
 
 export interface TokenEvent {
@@ -59,7 +92,7 @@ export interface ErrorEvent {
   readonly message: string;
 }
 
-export type EngineEvent = TokenEvent | FinishEvent | ErrorEvent;
+export type EngineEvent = TokenEvent | FinishEvent | ErrorEvent | PromptLogprobsEvent;
 
 export interface EngineStats {
   readonly numRunning: number;

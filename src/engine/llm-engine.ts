@@ -1,4 +1,4 @@
-import type { ForwardBatch } from '../backend/forward-batch.js';
+import type { ForwardBatch, SeqInBatch } from '../backend/forward-batch.js';
 import { Request } from '../scheduler/request.js';
 import { type BatchPlan, Scheduler } from '../scheduler/scheduler.js';
 import { AsyncQueue } from './async-queue.js';
@@ -12,6 +12,7 @@ import type {
   GenerateRequest,
 } from './engine-types.js';
 import type { ModelRunner, StepOutput } from './model-runner.js';
+import { PromptLogprobCollector } from './prompt-logprobs.js';
 import { checkSamplingParams, SequenceSampler } from './sampler.js';
 
 /** A request the engine is serving: scheduler state plus what only the engine needs. */
@@ -21,8 +22,10 @@ interface Live {
   readonly sampler: SequenceSampler;
   readonly events: AsyncQueue<EngineEvent>;
   readonly stopIds: ReadonlySet<number>;
-  /** min(maxTokens, maxModelLen - prompt length). */
+  /** min(maxTokens, maxModelLen - prompt length); 0 only when scoring the prompt. */
   readonly maxNewTokens: number;
+  /** Set while prompt logprobs are still being collected. */
+  promptLogprobs: PromptLogprobCollector | null;
 }
 
 /**
@@ -65,7 +68,8 @@ export class LlmEngine implements Engine {
       return;
     }
     const maxNewTokens = Math.min(gen.maxTokens, this.maxModelLen - gen.promptIds.length);
-    if (signal?.aborted || maxNewTokens <= 0) {
+    const scoring = (gen.promptLogprobs ?? null) !== null;
+    if (signal?.aborted || maxNewTokens < 0 || (maxNewTokens === 0 && !scoring)) {
       yield finishEvent(signal?.aborted ? 'abort' : 'length', gen.promptIds.length, 0, 0);
       return;
     }
@@ -144,6 +148,12 @@ export class LlmEngine implements Engine {
     }
     const sampling = checkSamplingParams(gen.sampling);
     if (sampling !== null) return sampling;
+    const biased = gen.sampling.logitBias?.find(([t]) => t >= V);
+    if (biased) return `logit_bias token id ${biased[0]} is outside the vocabulary [0, ${V})`;
+    const pl = gen.promptLogprobs ?? null;
+    if (pl !== null && !(Number.isInteger(pl) && pl >= 0 && pl <= V)) {
+      return `prompt_logprobs must be an integer in [0, ${V}], got ${pl}`;
+    }
     // The last sampled token never enters the KV cache.
     const maxKvTokens = Math.min(n + gen.maxTokens, this.maxModelLen) - 1;
     const pages = this.scheduler.pagesFor(maxKvTokens);
@@ -156,15 +166,18 @@ export class LlmEngine implements Engine {
   private start(gen: GenerateRequest, maxNewTokens: number): Live {
     const stopIds = new Set(gen.stopTokenIds);
     if (!gen.ignoreEos) for (const t of this.runner.eosTokenIds) stopIds.add(t);
+    const numTop = gen.promptLogprobs ?? null;
     const live: Live = {
-      req: new Request(gen.id, gen.promptIds),
+      req: new Request(gen.id, gen.promptIds, numTop !== null),
       gen,
       sampler: new SequenceSampler(gen.sampling, gen.promptIds),
       events: new AsyncQueue(),
       stopIds,
       maxNewTokens,
+      promptLogprobs: numTop === null ? null : new PromptLogprobCollector(gen.promptIds, numTop),
     };
     this.live.set(gen.id, live);
+    this.flushPromptLogprobs(live);
     this.scheduler.add(live.req);
     this.kick();
     return live;
@@ -214,16 +227,22 @@ export class LlmEngine implements Engine {
     if (plan.seqs.length === 0)
       throw new Error('the scheduler planned an empty step with work queued');
     let out: StepOutput;
+    const batch = this.buildBatch(plan);
+    // Constraints finish their next masks while the forward runs (off the critical path when
+    // the forward waits on a device).
+    const masks = this.prepareConstraints(plan);
     try {
-      out = await this.runner.forward(this.buildBatch(plan));
-      this.checkOutput(plan, out);
+      out = await this.runner.forward(batch);
+      this.checkOutput(batch, out);
     } catch (e) {
+      await masks;
       const message = `model forward failed: ${(e as Error).message}`;
       for (const s of plan.seqs) this.endById(s.req, { error: message });
       return;
     }
+    for (const failed of await masks) this.endById(failed.req, { error: failed.error });
     this.scheduler.commit(plan);
-    this.emitTokens(plan, out);
+    this.emitTokens(plan, batch, out);
     if (this.config.checkIntegrity) this.checkIntegrity();
   }
 
@@ -233,10 +252,12 @@ export class LlmEngine implements Engine {
     const seqs = plan.seqs.map((s) => {
       s.req.copyTokens(s.numCached, s.numCached + s.numNew, tokenIds, t);
       t += s.numNew;
+      const all = this.live.get(s.req.id)?.promptLogprobs?.wants(s.numCached, s.numNew);
       return {
         numCached: s.numCached,
         numNew: s.numNew,
         pageTable: Int32Array.from(s.req.pageIds),
+        ...(all ? { allLogits: true } : {}),
       };
     });
     const capture = plan.seqs.some(
@@ -251,30 +272,79 @@ export class LlmEngine implements Engine {
     };
   }
 
-  private checkOutput(plan: BatchPlan, out: StepOutput): void {
-    const want = plan.seqs.length * this.runner.vocabSize;
+  /** Awaits the sampling rows' constraint work; returns the requests whose constraint failed. */
+  private async prepareConstraints(plan: BatchPlan): Promise<{ req: Request; error: string }[]> {
+    const failed: { req: Request; error: string }[] = [];
+    await Promise.all(
+      plan.seqs.map(async (s) => {
+        const c = s.sample ? this.live.get(s.req.id)?.gen.constraint : undefined;
+        try {
+          await c?.prepare?.();
+        } catch (e) {
+          failed.push({ req: s.req, error: `logits constraint failed: ${(e as Error).message}` });
+        }
+      }),
+    );
+    return failed;
+  }
+
+  private checkOutput(batch: ForwardBatch, out: StepOutput): void {
+    const rows = batch.seqs.reduce((n, s) => n + (s.allLogits ? s.numNew : 1), 0);
+    const want = rows * this.runner.vocabSize;
     if (out.logits.length !== want) {
       throw new Error(`runner returned ${out.logits.length} logits, expected ${want}`);
     }
   }
 
-  private emitTokens(plan: BatchPlan, out: StepOutput): void {
+  private emitTokens(plan: BatchPlan, batch: ForwardBatch, out: StepOutput): void {
     const V = this.runner.vocabSize;
     let tokenEnd = 0;
-    plan.seqs.forEach((s, row) => {
+    let rowEnd = 0;
+    plan.seqs.forEach((s, i) => {
       tokenEnd += s.numNew;
+      const seq: SeqInBatch = batch.seqs[i]!;
+      const rowStart = rowEnd;
+      rowEnd += seq.allLogits ? s.numNew : 1;
       const live = this.live.get(s.req.id);
-      if (!s.sample || live?.req !== s.req || s.req.status !== 'running') return;
-      const r = live.sampler.sample(out.logits.subarray(row * V, (row + 1) * V), live.gen.logprobs);
-      s.req.outputIds.push(r.tokenId);
-      const isStop = live.stopIds.has(r.tokenId);
+      if (live?.req !== s.req || s.req.status !== 'running') return;
+      if (seq.allLogits) {
+        const rows = out.logits.subarray(rowStart * V, rowEnd * V);
+        live.promptLogprobs?.add(s.numCached, s.numNew, rows, V);
+        this.flushPromptLogprobs(live);
+      }
+      if (!s.sample) return;
+      if (live.maxNewTokens === 0) return this.end(live, 'length');
+      const row = out.logits.subarray((rowEnd - 1) * V, rowEnd * V);
       const routed = live.gen.returnRoutedExperts
         ? routedExpertsOf(out, tokenEnd - 1, plan.numTokens)
         : undefined;
-      live.events.push(tokenEvent(r, isStop, routed));
-      if (isStop) this.end(live, 'stop');
-      else if (s.req.outputIds.length >= live.maxNewTokens) this.end(live, 'length');
+      this.sampleRow(live, row, routed);
     });
+  }
+
+  /** Samples one token for `live` under its constraint and emits it (or ends the request). */
+  private sampleRow(live: Live, row: Float32Array, routed: Record<string, number[]> | undefined) {
+    const c = live.gen.constraint;
+    let r;
+    try {
+      r = live.sampler.sample(row, live.gen.logprobs, c?.nextTokenMask() ?? null);
+      c?.accept(r.tokenId);
+    } catch (e) {
+      return this.end(live, { error: `logits constraint failed: ${(e as Error).message}` });
+    }
+    live.req.outputIds.push(r.tokenId);
+    const isStop = live.stopIds.has(r.tokenId);
+    live.events.push(tokenEvent(r, isStop, routed));
+    if (isStop || c?.isTerminated()) this.end(live, 'stop');
+    else if (live.req.outputIds.length >= live.maxNewTokens) this.end(live, 'length');
+  }
+
+  /** Sends the prompt logprobs once all are in (before any token). */
+  private flushPromptLogprobs(live: Live): void {
+    const c = live.promptLogprobs;
+    if (!c?.done) return;
+    live.promptLogprobs = null;
+    live.events.push({ type: 'prompt_logprobs', logprobs: c.result() });
   }
 
   private endById(req: Request, reason: { error: string }): void {

@@ -35,6 +35,14 @@ export function applyPenalties(
   }
 }
 
+/** OpenAI `logit_bias`, in place: each bias is added to its token's logit (ids < V). */
+export function applyLogitBias(
+  x: Float32Array,
+  bias: ReadonlyArray<readonly [tokenId: number, bias: number]>,
+): void {
+  for (const [t, b] of bias) if (t < x.length) x[t] = x[t]! + b;
+}
+
 /** First index of the largest value. */
 export function argmax(x: Float32Array): number {
   let best = 0;

@@ -1,5 +1,13 @@
 import type { SamplingParams } from './engine-types.js';
-import { applyPenalties, argmax, logSumExp, topIndices, truncate } from './logits-processing.js';
+import { applyTokenMask } from './logits-constraint.js';
+import {
+  applyLogitBias,
+  applyPenalties,
+  argmax,
+  logSumExp,
+  topIndices,
+  truncate,
+} from './logits-processing.js';
 import { randomSeed, Rng } from './rng.js';
 
 export interface SampleResult {
@@ -27,16 +35,19 @@ export function checkSamplingParams(p: SamplingParams): string | null {
   }
   if (p.seed !== null && !Number.isSafeInteger(p.seed))
     return `seed must be an integer, got ${p.seed}`;
+  const bad = p.logitBias?.find(([t, b]) => !Number.isInteger(t) || t < 0 || !Number.isFinite(b));
+  if (bad) return `logit_bias entry [${bad[0]}, ${bad[1]}] needs a token id >= 0 and a finite bias`;
   return null;
 }
 
 /**
  * Sampling state of one sequence: its RNG and the token counts the penalties need. The order
- * is vLLM's: penalties, temperature, then min_p, top_k, top_p, then one uniform draw.
+ * is vLLM's: a constraint's token mask (disallowed → -inf), logit_bias, penalties,
+ * temperature, then min_p, top_k, top_p, then one uniform draw.
  *
- * Logprobs are the log-softmax of the processed logits: after penalties and temperature
- * (temperature 0 counts as 1), before min_p/top_k/top_p truncation, so they cover the whole
- * vocabulary and sum to 1 in probability space.
+ * Logprobs are the log-softmax of the processed logits (vLLM's `processed_logprobs`): after
+ * the mask, logit_bias, penalties and temperature (temperature 0 counts as 1), before
+ * min_p/top_k/top_p truncation, so they sum to 1 over the allowed tokens.
  */
 export class SequenceSampler {
   private readonly rng: Rng;
@@ -57,8 +68,16 @@ export class SequenceSampler {
   }
 
   /** Picks the next token from one logits row [V] and records it for the penalties. */
-  sample(row: Float32Array, numLogprobs: number | null): SampleResult {
+  sample(
+    row: Float32Array,
+    numLogprobs: number | null,
+    mask: Uint32Array | null = null,
+  ): SampleResult {
     const x = Float32Array.from(row);
+    if (mask !== null && applyTokenMask(x, mask) === 0) {
+      throw new Error('the logits constraint allows no token');
+    }
+    if (this.params.logitBias) applyLogitBias(x, this.params.logitBias);
     applyPenalties(x, this.params, this.promptTokens, this.outputCounts);
     if (!this.isGreedy && this.params.temperature !== 1) {
       const inv = 1 / this.params.temperature;

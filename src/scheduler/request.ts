@@ -23,9 +23,15 @@ export class Request {
   admitted = false;
   private readonly hashes: string[] = [];
 
+  /**
+   * @param skipPrefixCache never start from cached pages: every prompt position is computed
+   *   (prompt logprobs need the logits of each), as vLLM does for such requests. Its own full
+   *   pages are still offered to the cache.
+   */
   constructor(
     readonly id: string,
     readonly promptIds: readonly number[],
+    readonly skipPrefixCache = false,
   ) {
     if (promptIds.length === 0) throw new Error(`request ${id}: empty prompt`);
   }

@@ -207,7 +207,7 @@ export class Scheduler {
       this.matchPrefix(r);
       // Another sequence computes r's next page this step (n > 1, shared system prompts):
       // wait one step and reuse it instead of computing it twice.
-      if (inflight && this.nextPageIn(r, inflight)) {
+      if (inflight && !r.skipPrefixCache && this.nextPageIn(r, inflight)) {
         this.releasePages(r);
         i++;
         continue;
@@ -272,7 +272,7 @@ export class Scheduler {
   }
 
   private matchPrefix(r: Request): void {
-    if (!this.prefixCache || r.numComputed > 0) return;
+    if (!this.prefixCache || r.numComputed > 0 || r.skipPrefixCache) return;
     // Keep at least one token to compute: its logits give the next token.
     const numPages = Math.floor((r.numTokens - 1) / this.config.pageSize);
     const pages = this.prefixCache.match(r.pageHashes(numPages, this.config.pageSize));

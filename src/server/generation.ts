@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply } from 'fastify';
 import type { GenerateRequest } from '../engine/engine-types.js';
+import type { LogitsConstraint } from '../engine/logits-constraint.js';
 import { ApiError, badRequest, modelNotFound, tooManyRequests } from './errors.js';
 import type { SamplingRequest, Usage } from './openai/types.js';
 import type { ChoiceFinishReason, ChoiceSpec } from './run-choice.js';
@@ -43,12 +44,21 @@ export function resolveMaxTokens(
   return requested ?? limit - promptLen;
 }
 
+/** What one choice adds to the request's sampling fields. */
+export interface ChoiceArgs {
+  id: string;
+  promptIds: number[];
+  maxTokens: number;
+  logprobs: number | null;
+  index: number;
+  /** Top alternatives per prompt token; null = no prompt logprobs. */
+  promptLogprobs?: number | null;
+  /** This choice's own constraint (a matcher holds per-sequence state). */
+  constraint?: LogitsConstraint;
+}
+
 /** Engine request for choice `index` of a request; seeds differ per choice so n>1 varies. */
-export function choiceSpec(
-  ctx: ServerContext,
-  s: SamplingRequest,
-  a: { id: string; promptIds: number[]; maxTokens: number; logprobs: number | null; index: number },
-): ChoiceSpec {
+export function choiceSpec(ctx: ServerContext, s: SamplingRequest, a: ChoiceArgs): ChoiceSpec {
   const d = ctx.options.samplingDefaults;
   const seed = s.seed ?? d.seed;
   const request: GenerateRequest = {
@@ -63,12 +73,15 @@ export function choiceSpec(
       frequencyPenalty: s.frequencyPenalty ?? d.frequencyPenalty,
       repetitionPenalty: s.repetitionPenalty ?? d.repetitionPenalty,
       seed: seed === null ? null : seed + a.index,
+      ...(s.logitBias ? { logitBias: s.logitBias } : {}),
     },
     maxTokens: a.maxTokens,
     stopTokenIds: s.stopTokenIds,
     ignoreEos: s.ignoreEos,
     logprobs: a.logprobs,
     returnRoutedExperts: s.returnRoutedExperts,
+    ...(a.constraint ? { constraint: a.constraint } : {}),
+    ...((a.promptLogprobs ?? null) !== null ? { promptLogprobs: a.promptLogprobs } : {}),
   };
   return {
     request,

@@ -1,4 +1,9 @@
-import type { Engine, GenerateRequest, TokenEvent } from '../engine/engine-types.js';
+import type {
+  Engine,
+  GenerateRequest,
+  PromptTokenLogprob,
+  TokenEvent,
+} from '../engine/engine-types.js';
 import type { ServerTokenizer } from './server-deps.js';
 import { StopStringMatcher } from './stop-string-matcher.js';
 
@@ -14,7 +19,9 @@ export type ChoiceEvent =
       completionTokens: number;
       cachedTokens: number;
     }
-  | { type: 'error'; message: string };
+  | { type: 'error'; message: string }
+  /** The prompt's logprobs (when asked for), before any delta. */
+  | { type: 'prompt_logprobs'; logprobs: readonly PromptTokenLogprob[] };
 
 export interface ChoiceSpec {
   readonly request: GenerateRequest;
@@ -72,6 +79,10 @@ export async function* runChoice(
           cachedTokens: ev.cachedTokens,
         };
         return;
+      }
+      if (ev.type === 'prompt_logprobs') {
+        yield ev;
+        continue;
       }
       // Tokens the engine emits after a stop-string abort are not part of the answer.
       if (matcher.stopped !== null) continue;

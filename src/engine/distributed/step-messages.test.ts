@@ -31,7 +31,7 @@ describe('typed step messages', () => {
         batch: {
           tokenIds: Int32Array.from([5, -1, 2 ** 31 - 1]),
           seqs: [
-            { numCached: 0, numNew: 2, pageTable: Int32Array.from([4]) },
+            { numCached: 0, numNew: 2, pageTable: Int32Array.from([4]), allLogits: true },
             { numCached: 130, numNew: 1, pageTable: Int32Array.from([9, 2]) },
           ],
           pageSize: 128,

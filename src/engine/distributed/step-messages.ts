@@ -136,7 +136,11 @@ export function decodeStatus(bytes: Uint8Array): StatusMessage {
 /** ForwardBatch: T, token ids, sequences (cached, new, page table), page size, flags. */
 function writeBatch(w: ByteWriter, b: ForwardBatch): void {
   w.i32s(b.tokenIds).u32(b.seqs.length);
-  for (const s of b.seqs) w.u32(s.numCached).u32(s.numNew).i32s(s.pageTable);
+  for (const s of b.seqs)
+    w.u32(s.numCached)
+      .u32(s.numNew)
+      .i32s(s.pageTable)
+      .u8(s.allLogits ? 1 : 0);
   w.u32(b.pageSize)
     .u8(b.logitsFor === 'all' ? 1 : 0)
     .u8(b.captureRoutedExperts ? 1 : 0);
@@ -148,6 +152,7 @@ function readBatch(r: ByteReader): ForwardBatch {
     numCached: r.u32(),
     numNew: r.u32(),
     pageTable: r.i32s(),
+    ...(r.u8() === 1 ? { allLogits: true } : {}),
   }));
   const pageSize = r.u32();
   const logitsFor = r.u8() === 1 ? 'all' : 'last';

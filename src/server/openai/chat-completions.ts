@@ -17,7 +17,14 @@ import type { ServerContext } from '../server-context.js';
 import { sendSse } from '../sse.js';
 import { ChatChoiceBuilder } from './chat-choice.js';
 import { buildChatPrompt, type ChatPrompt } from './chat-prompt.js';
-import type { ChatChunk, ChatChunkChoice, ChatCompletion, ChatRequest } from './types.js';
+import { promptLogprobsOf } from './token-details.js';
+import type {
+  ChatChunk,
+  ChatChunkChoice,
+  ChatCompletion,
+  ChatRequest,
+  PromptLogprobs,
+} from './types.js';
 import { validateChatRequest } from './validate.js';
 
 interface ChatRun {
@@ -26,6 +33,8 @@ interface ChatRun {
   readonly clocks: ChoiceClock[];
   readonly usage: UsageTally;
   readonly envelope: Omit<ChatChunk, 'choices'>;
+  /** vLLM's `prompt_logprobs`, once the engine has scored the prompt (same for every choice). */
+  promptLogprobs?: PromptLogprobs;
 }
 
 function startRun(
@@ -65,6 +74,7 @@ function startRun(
       maxTokens,
       logprobs: req.logprobs,
       index,
+      promptLogprobs: req.promptLogprobs ?? null,
     });
     run.events.push(runChoice(ctx.engine, ctx.tokenizer, spec, gen.signal));
     run.clocks.push(new ChoiceClock(ctx, gen));
@@ -73,12 +83,16 @@ function startRun(
 }
 
 /** Feeds one choice event to its builder; returns chunk choices to stream, or throws on error. */
-function step(run: ChatRun, index: number, ev: ChoiceEvent): ChatChunkChoice[] {
+function step(ctx: ServerContext, run: ChatRun, index: number, ev: ChoiceEvent): ChatChunkChoice[] {
   const builder = run.builders[index]!;
   const clock = run.clocks[index]!;
   if (ev.type === 'error') {
     clock.finish('error', 0);
     throw serverError(ev.message);
+  }
+  if (ev.type === 'prompt_logprobs') {
+    run.promptLogprobs ??= promptLogprobsOf(ctx.tokenizer, ev.logprobs);
+    return [];
   }
   if (ev.type === 'delta') {
     clock.tokens(ev.tokens.length);
@@ -90,7 +104,11 @@ function step(run: ChatRun, index: number, ev: ChoiceEvent): ChatChunkChoice[] {
   return builder.finish(ev.reason);
 }
 
-async function* streamChat(run: ChatRun, includeUsage: boolean): AsyncGenerator<ChatChunk> {
+async function* streamChat(
+  ctx: ServerContext,
+  run: ChatRun,
+  includeUsage: boolean,
+): AsyncGenerator<ChatChunk> {
   const extra = includeUsage ? { usage: null } : {};
   for (let index = 0; index < run.builders.length; index++) {
     const delta = { role: 'assistant' as const, content: '' };
@@ -102,15 +120,21 @@ async function* streamChat(run: ChatRun, includeUsage: boolean): AsyncGenerator<
     const prefill = run.builders[index]!.start();
     if (prefill) yield { ...run.envelope, choices: [prefill], ...extra };
   }
+  let sentPromptLogprobs = false;
   for await (const { index, value } of mergeAsync(run.events)) {
-    for (const c of step(run, index, value)) yield { ...run.envelope, choices: [c], ...extra };
+    const choices = step(ctx, run, index, value);
+    if (run.promptLogprobs && !sentPromptLogprobs) {
+      sentPromptLogprobs = true;
+      yield { ...run.envelope, choices: [], prompt_logprobs: run.promptLogprobs, ...extra };
+    }
+    for (const c of choices) yield { ...run.envelope, choices: [c], ...extra };
   }
   if (includeUsage) yield { ...run.envelope, choices: [], usage: run.usage.toUsage() };
 }
 
-async function collectChat(run: ChatRun): Promise<ChatCompletion> {
+async function collectChat(ctx: ServerContext, run: ChatRun): Promise<ChatCompletion> {
   for (const b of run.builders) b.start();
-  for await (const { index, value } of mergeAsync(run.events)) step(run, index, value);
+  for await (const { index, value } of mergeAsync(run.events)) step(ctx, run, index, value);
   return {
     id: run.envelope.id,
     object: 'chat.completion',
@@ -118,6 +142,7 @@ async function collectChat(run: ChatRun): Promise<ChatCompletion> {
     model: run.envelope.model,
     choices: run.builders.map((b) => b.message()),
     usage: run.usage.toUsage(),
+    ...(run.promptLogprobs ? { prompt_logprobs: run.promptLogprobs } : {}),
   };
 }
 
@@ -129,7 +154,7 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ServerContext
     const maxTokens = resolveMaxTokens(ctx, prompt.ids.length, req.maxTokens, 'messages');
     const gen = beginGeneration(ctx, reply);
     const run = startRun(ctx, req, gen, prompt, maxTokens);
-    if (req.stream) return sendSse(reply, streamChat(run, req.includeUsage));
-    return collectChat(run);
+    if (req.stream) return sendSse(reply, streamChat(ctx, run, req.includeUsage));
+    return collectChat(ctx, run);
   });
 }

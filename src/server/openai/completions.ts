@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { TokenEvent } from '../../engine/engine-types.js';
+import type { PromptTokenLogprob, TokenEvent } from '../../engine/engine-types.js';
 import { serverError } from '../errors.js';
 import {
   beginGeneration,
@@ -19,13 +19,16 @@ import { sendSse } from '../sse.js';
 import {
   appendRoutedExperts,
   completionLogprobs,
+  echoLogprobs,
   mergeCompletionLogprobs,
+  promptLogprobsOf,
 } from './token-details.js';
 import type {
   Completion,
   CompletionChoice,
   CompletionLogprobs,
   CompletionRequest,
+  PromptLogprobs,
   RoutedExperts,
 } from './types.js';
 import { validateCompletionRequest } from './validate.js';
@@ -41,13 +44,43 @@ class CompletionChoiceState {
     text_offset: [],
   };
   readonly routed: RoutedExperts = {};
+  promptLogprobs: PromptLogprobs | undefined;
   private offset = 0;
 
   constructor(
     readonly index: number,
     readonly promptIdx: number,
     readonly clock: ChoiceClock,
+    readonly prompt: CompletionPrompt,
   ) {}
+
+  /**
+   * The echoed prompt (OpenAI `echo`), with its logprobs once `entries` (the engine's prompt
+   * logprobs) are known; also records vLLM's `prompt_logprobs`. Returns the chunk choice.
+   */
+  echo(
+    ctx: ServerContext,
+    req: CompletionRequest,
+    entries: readonly PromptTokenLogprob[] | null,
+  ): CompletionChoice | null {
+    if (entries && req.promptLogprobs !== undefined)
+      this.promptLogprobs = promptLogprobsOf(ctx.tokenizer, entries);
+    if (!req.echo) return null;
+    const text = this.prompt.text;
+    this.text += text;
+    const choice: CompletionChoice = {
+      index: this.index,
+      text,
+      logprobs: null,
+      finish_reason: null,
+    };
+    if (req.logprobs !== null && entries) {
+      choice.logprobs = echoLogprobs(ctx.tokenizer, this.prompt.ids, entries, req.logprobs);
+      mergeCompletionLogprobs(this.logprobs, choice.logprobs);
+    }
+    this.offset = text.length;
+    return choice;
+  }
 
   /** Records a delta; returns the chunk choice for it (null when there is nothing to send). */
   delta(ctx: ServerContext, req: CompletionRequest, text: string, tokens: readonly TokenEvent[]) {
@@ -79,8 +112,24 @@ class CompletionChoiceState {
       finish_reason: this.reason,
     };
     if (req.returnRoutedExperts) choice.routed_experts = this.routed;
+    if (this.promptLogprobs) choice.prompt_logprobs = this.promptLogprobs;
     return choice;
   }
+}
+
+/** One prompt of a completions request: its ids, echo text and completion budget. */
+interface CompletionPrompt {
+  ids: number[];
+  /** What `echo` returns: the prompt string as given, or the ids decoded. */
+  text: string;
+  maxTokens: number;
+}
+
+/** Whether the engine must score the prompt: echo with logprobs, or vLLM's prompt_logprobs. */
+function promptLogprobsFor(req: CompletionRequest): number | null {
+  const echoTop = req.echo && req.logprobs !== null ? req.logprobs : null;
+  if (req.promptLogprobs === undefined) return echoTop;
+  return Math.max(echoTop ?? 0, req.promptLogprobs);
 }
 
 interface CompletionRun {
@@ -94,7 +143,7 @@ function startRun(
   ctx: ServerContext,
   req: CompletionRequest,
   gen: Generation,
-  prompts: { ids: number[]; maxTokens: number }[],
+  prompts: CompletionPrompt[],
 ): CompletionRun {
   const id = requestId('cmpl');
   const envelope = {
@@ -109,13 +158,15 @@ function startRun(
     ctx.metrics.promptDone(p.ids.length);
     for (let j = 0; j < req.n; j++) {
       const index = promptIdx * req.n + j;
-      run.choices.push(new CompletionChoiceState(index, promptIdx, new ChoiceClock(ctx, gen)));
+      const clock = new ChoiceClock(ctx, gen);
+      run.choices.push(new CompletionChoiceState(index, promptIdx, clock, p));
       const spec = choiceSpec(ctx, req, {
         id,
         promptIds: p.ids,
         maxTokens: p.maxTokens,
         logprobs: req.logprobs,
         index,
+        promptLogprobs: promptLogprobsFor(req),
       });
       run.events.push(runChoice(ctx.engine, ctx.tokenizer, spec, gen.signal));
     }
@@ -135,6 +186,7 @@ function step(
     c.clock.finish('error', 0);
     throw serverError(ev.message);
   }
+  if (ev.type === 'prompt_logprobs') return c.echo(ctx, req, ev.logprobs);
   if (ev.type === 'delta') {
     c.clock.tokens(ev.tokens.length);
     return c.delta(ctx, req, ev.text, ev.tokens);
@@ -151,6 +203,8 @@ async function* streamCompletion(
   run: CompletionRun,
 ): AsyncGenerator<Completion> {
   const extra = req.includeUsage ? { usage: null } : {};
+  for (const c of echoWithoutScores(ctx, req, run))
+    yield { ...run.envelope, choices: [c], ...extra };
   for await (const { index, value } of mergeAsync(run.events)) {
     const c = step(ctx, req, run, index, value);
     if (c) yield { ...run.envelope, choices: [c], ...extra };
@@ -158,11 +212,22 @@ async function* streamCompletion(
   if (req.includeUsage) yield { ...run.envelope, choices: [], usage: run.usage.toUsage() };
 }
 
+/** Echo chunks for choices whose prompt is not scored (no prompt_logprobs event comes). */
+function echoWithoutScores(
+  ctx: ServerContext,
+  req: CompletionRequest,
+  run: CompletionRun,
+): CompletionChoice[] {
+  if (!req.echo || promptLogprobsFor(req) !== null) return [];
+  return run.choices.map((c) => c.echo(ctx, req, null)).filter((c) => c !== null);
+}
+
 async function collectCompletion(
   ctx: ServerContext,
   req: CompletionRequest,
   run: CompletionRun,
 ): Promise<Completion> {
+  echoWithoutScores(ctx, req, run);
   for await (const { index, value } of mergeAsync(run.events)) step(ctx, req, run, index, value);
   return {
     ...run.envelope,
@@ -179,7 +244,8 @@ export function registerCompletions(app: FastifyInstance, ctx: ServerContext): v
       const ids = 'ids' in p ? p.ids : ctx.tokenizer.encode(p.text, { addSpecialTokens: true });
       const param = req.prompts.length > 1 ? `prompt[${i}]` : 'prompt';
       const maxTokens = resolveMaxTokens(ctx, ids.length, req.maxTokens, 'prompt', param);
-      return { ids, maxTokens };
+      const text = 'text' in p ? p.text : ctx.tokenizer.decode(ids, { skipSpecialTokens: false });
+      return { ids, text, maxTokens };
     });
     const gen = beginGeneration(ctx, reply);
     const run = startRun(ctx, req, gen, prompts);

@@ -1,6 +1,12 @@
-import type { TokenEvent } from '../../engine/engine-types.js';
+import type { PromptTokenLogprob, TokenEvent } from '../../engine/engine-types.js';
 import type { ServerTokenizer } from '../server-deps.js';
-import type { ChatLogprob, CompletionLogprobs, RoutedExperts, TopLogprob } from './types.js';
+import type {
+  ChatLogprob,
+  CompletionLogprobs,
+  PromptLogprobs,
+  RoutedExperts,
+  TopLogprob,
+} from './types.js';
 
 const utf8 = new TextEncoder();
 
@@ -70,4 +76,59 @@ export function mergeCompletionLogprobs(a: CompletionLogprobs, b: CompletionLogp
   a.token_logprobs.push(...b.token_logprobs);
   a.top_logprobs.push(...b.top_logprobs);
   a.text_offset.push(...b.text_offset);
+}
+
+/** vLLM's `prompt_logprobs`: null for the first token, then the token and its top alternatives. */
+export function promptLogprobsOf(
+  tokenizer: ServerTokenizer,
+  entries: readonly PromptTokenLogprob[],
+): PromptLogprobs {
+  const out: PromptLogprobs = [null];
+  for (const e of entries) {
+    const rec: NonNullable<PromptLogprobs[number]> = {};
+    e.top.forEach((a, i) => {
+      rec[String(a.tokenId)] = {
+        logprob: a.logprob,
+        rank: i + 1,
+        decoded_token: tokenText(tokenizer, a.tokenId),
+      };
+    });
+    rec[String(e.tokenId)] = {
+      logprob: e.logprob,
+      rank: e.rank,
+      decoded_token: tokenText(tokenizer, e.tokenId),
+    };
+    out.push(rec);
+  }
+  return out;
+}
+
+/** OpenAI `echo` logprobs of the prompt: the first token's logprob and alternatives are null. */
+export function echoLogprobs(
+  tokenizer: ServerTokenizer,
+  promptIds: readonly number[],
+  entries: readonly PromptTokenLogprob[],
+  numTop: number,
+): CompletionLogprobs {
+  const out: CompletionLogprobs = {
+    tokens: [],
+    token_logprobs: [],
+    top_logprobs: [],
+    text_offset: [],
+  };
+  let offset = 0;
+  promptIds.forEach((id, i) => {
+    const text = tokenText(tokenizer, id);
+    const e = i === 0 ? undefined : entries[i - 1];
+    out.tokens.push(text);
+    out.token_logprobs.push(e ? e.logprob : null);
+    if (e) {
+      const alts: Record<string, number> = {};
+      for (const a of e.top.slice(0, numTop)) alts[tokenText(tokenizer, a.tokenId)] = a.logprob;
+      out.top_logprobs.push(alts);
+    } else out.top_logprobs.push(null);
+    out.text_offset.push(offset);
+    offset += text.length;
+  });
+  return out;
 }

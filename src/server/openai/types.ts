@@ -28,6 +28,10 @@ export interface SamplingRequest {
   includeUsage: boolean;
   /** Extension: per-token routed expert ids (needs the server flag). */
   returnRoutedExperts: boolean;
+  /** OpenAI `logit_bias` as [token id, bias] pairs, biases clamped to [-100, 100]. */
+  logitBias?: [number, number][];
+  /** Extension (vLLM): top alternatives per prompt token in `prompt_logprobs`. */
+  promptLogprobs?: number;
 }
 
 export interface FunctionTool {
@@ -72,6 +76,8 @@ export interface CompletionRequest extends SamplingRequest {
   model?: string;
   prompts: PromptInput[];
   logprobs: number | null;
+  /** Return the prompt before the completion (with its logprobs when `logprobs` is set). */
+  echo: boolean;
 }
 
 // ---------------------------------------------------------------- responses
@@ -93,12 +99,19 @@ export interface ChatLogprob extends TopLogprob {
   top_logprobs: TopLogprob[];
 }
 
+/** The first prompt token of an echo has no logprob: null in both lists. */
 export interface CompletionLogprobs {
   tokens: string[];
-  token_logprobs: number[];
-  top_logprobs: Record<string, number>[];
+  token_logprobs: (number | null)[];
+  top_logprobs: (Record<string, number> | null)[];
   text_offset: number[];
 }
+
+/** Extension (vLLM): per prompt token, token id → its logprob, rank and text; null first. */
+export type PromptLogprobs = (Record<
+  string,
+  { logprob: number; rank: number; decoded_token: string }
+> | null)[];
 
 /** Extension: layer index -> one row of expert ids per generated token. */
 export type RoutedExperts = Record<string, number[][]>;
@@ -134,6 +147,8 @@ export interface ChatChunk {
   model: string;
   choices: ChatChunkChoice[];
   usage?: Usage | null;
+  /** Extension (vLLM): sent once, in a chunk of its own, when `prompt_logprobs` is set. */
+  prompt_logprobs?: PromptLogprobs;
 }
 
 export interface ChatChoice {
@@ -156,6 +171,8 @@ export interface ChatCompletion {
   model: string;
   choices: ChatChoice[];
   usage: Usage;
+  /** Extension (vLLM): with `prompt_logprobs`. */
+  prompt_logprobs?: PromptLogprobs;
 }
 
 export interface CompletionChoice {
@@ -164,6 +181,7 @@ export interface CompletionChoice {
   logprobs: CompletionLogprobs | null;
   finish_reason: FinishReason | null;
   routed_experts?: RoutedExperts;
+  prompt_logprobs?: PromptLogprobs;
 }
 
 export interface Completion {

@@ -1,6 +1,7 @@
 import { badRequest } from '../errors.js';
 import { describe, FieldReader, isObject } from './field-reader.js';
 import type { ChatRequest, CompletionRequest, PromptInput, SamplingRequest } from './types.js';
+import { readLogitBias } from './logit-bias.js';
 import { readMessages, readToolChoice, readTools } from './validate-messages.js';
 
 /** What validation needs to know about the server. */
@@ -69,8 +70,10 @@ function readSampling(r: FieldReader, ctx: ValidationContext, maxTokens: number 
     includeUsage: readStreamOptions(r, stream),
     returnRoutedExperts,
   };
-  const bias = r.object('logit_bias');
-  if (bias !== undefined && Object.keys(bias).length > 0) r.fail('logit_bias', 'is not supported');
+  const logitBias = readLogitBias(r, ctx.vocabSize);
+  if (logitBias) s.logitBias = logitBias;
+  const promptLogprobs = r.number('prompt_logprobs', { integer: true, min: 0, max: MAX_LOGPROBS });
+  if (promptLogprobs !== undefined) s.promptLogprobs = promptLogprobs;
   const bestOf = r.number('best_of', { integer: true, min: 1 });
   if (bestOf !== undefined && bestOf !== s.n)
     r.fail('best_of', `is not supported (only best_of == n), got ${bestOf} with n=${s.n}`);
@@ -145,8 +148,11 @@ export function validateCompletionRequest(
   ctx: ValidationContext,
 ): CompletionRequest {
   const r = rootReader(body);
-  const sampling = readSampling(r, ctx, r.number('max_tokens', { integer: true, min: 1 }));
-  if (r.boolean('echo')) r.fail('echo', 'is not supported');
+  const echo = r.boolean('echo') ?? false;
+  // max_tokens 0 only scores the prompt (echo or prompt_logprobs), as OpenAI's legacy API allows.
+  const scoring = echo || r.raw('prompt_logprobs') !== undefined;
+  const maxTokens = r.number('max_tokens', { integer: true, min: scoring ? 0 : 1 });
+  const sampling = readSampling(r, ctx, maxTokens);
   const suffix = r.string('suffix');
   if (suffix) r.fail('suffix', 'is not supported');
   const logprobs = r.number('logprobs', { integer: true, min: 0, max: MAX_LOGPROBS });
@@ -155,5 +161,6 @@ export function validateCompletionRequest(
     model: r.string('model'),
     prompts: readPrompts(r, ctx.vocabSize),
     logprobs: logprobs ?? null,
+    echo,
   };
 }
