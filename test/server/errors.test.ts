@@ -96,7 +96,9 @@ describe('malformed requests', () => {
     [{ seed: 1.5 }, 'seed'],
     [{ logprobs: true, top_logprobs: 50 }, 'top_logprobs'],
     [{ stop: [''] }, 'stop'],
-    [{ logit_bias: { '5': 10 } }, 'logit_bias'],
+    [{ logit_bias: { '999999': 10 } }, 'logit_bias'],
+    [{ logit_bias: { a: 10 } }, 'logit_bias'],
+    [{ prompt_logprobs: 21 }, 'prompt_logprobs'],
   ])('answers bad sampling values with 400 (%o)', async (extra, param) => {
     const e = await expectError('/v1/chat/completions', chat('x', extra), 400);
     expect(e.error.param).toBe(param);
@@ -109,8 +111,8 @@ describe('malformed requests', () => {
     expect(e.error.param).toBe('prompt[1][0]');
     e = await expectError('/v1/completions', { model: MODEL, prompt: 'x', logprobs: 21 }, 400);
     expect(e.error.param).toBe('logprobs');
-    e = await expectError('/v1/completions', { model: MODEL, prompt: 'x', echo: true }, 400);
-    expect(e.error.param).toBe('echo');
+    e = await expectError('/v1/completions', { model: MODEL, prompt: 'x', max_tokens: 0 }, 400);
+    expect(e.error.param).toBe('max_tokens');
   });
 });
 
