@@ -2,6 +2,7 @@ import type { DType } from '../tensor/dtype.js';
 import type { Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { ForwardBatch } from './forward-batch.js';
+import type { WeightUploader, WeightUploaderOptions } from './weight-uploader.js';
 
 /**
  * Shape legend (docs/architecture.md): T tokens in the step, D hidden, H query heads,
@@ -26,6 +27,16 @@ export interface Backend {
   /** Copies an i32 tensor out (synchronises). */
   readI32(t: Tensor): Int32Array;
   free(t: Tensor): void;
+  /**
+   * Fills a float tensor (or `rows` view) with scale · U(−1, 1) from a hash of (seed, element
+   * index), rounded to its storage type; the same values on every backend (dummy weights).
+   */
+  fillRandom(t: Tensor, seed: number, scale: number): void;
+  /**
+   * Staging for streaming checkpoint bytes into weights (pinned memory and async copies on
+   * CUDA). Absent: the loader uses HostWeightUploader over `write`.
+   */
+  weightUploader?(o: WeightUploaderOptions): WeightUploader;
   /** Same storage, another shape with the same element count. */
   view(t: Tensor, shape: Shape): Tensor;
   /** Rows [start, start+count) of the outermost dimension, sharing storage. */

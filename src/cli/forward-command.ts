@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { runForward } from '../model/run-forward.js';
 import { requireString, UsageError, type Command } from './command.js';
+import { LOAD_OPTIONS, loadFormatOption } from './load-options.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
 export function parseIds(text: string): number[] {
@@ -29,6 +30,7 @@ export const forwardCommand: Command = {
       type: 'boolean',
       description: 'run the shared expert as routed expert id E (seed 002)',
     },
+    ...LOAD_OPTIONS,
     ...PARALLEL_OPTIONS,
   },
   async run(values) {
@@ -36,6 +38,7 @@ export const forwardCommand: Command = {
       modelDir: requireString(values, 'model'),
       backend: String(values['backend']),
       fuseSharedExperts: values['fuse-shared-experts'] === true,
+      loadFormat: loadFormatOption(values),
     });
     if (!opened) return; // another host's ranks of a multi-host job
     const ids = parseIds(requireString(values, 'ids'));

@@ -3,6 +3,7 @@ import { generateTokens } from '../model/generate.js';
 import { OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
 import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
 import { parseIds } from './forward-command.js';
+import { LOAD_OPTIONS, loadFormatOption } from './load-options.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
 /** The engine's sampler (seeded, vLLM order); temperature 0 is greedy. */
@@ -41,6 +42,7 @@ export const generateCommand: Command = {
     'ignore-eos': { type: 'boolean', description: 'do not stop at the EOS token' },
     backend: { type: 'string', default: 'cpu', description: 'cpu or cuda' },
     json: { type: 'boolean', description: 'print {"ids": [...], "time_ms": ...} as JSON' },
+    ...LOAD_OPTIONS,
     ...PARALLEL_OPTIONS,
   },
   async run(values) {
@@ -49,6 +51,7 @@ export const generateCommand: Command = {
       modelDir: requireString(values, 'model'),
       backend: String(values['backend']),
       fuseSharedExperts: false,
+      loadFormat: loadFormatOption(values),
     });
     if (!opened) return; // another host's ranks of a multi-host job
     await withModel(opened, async (model) => {

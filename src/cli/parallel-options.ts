@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { ForwardModel } from '../model/forward-model.js';
-import { loadModel } from '../model/load-model.js';
+import { loadModel, type LoadFormat } from '../model/load-model.js';
+import { stderrLoadProgress } from './load-options.js';
 import { createBackend } from '../backend/create-backend.js';
 import {
   ALLREDUCE_FUSION_MODES,
@@ -83,6 +84,7 @@ export interface ModelCommandOptions {
   readonly modelDir: string;
   readonly backend: string;
   readonly fuseSharedExperts: boolean;
+  readonly loadFormat?: LoadFormat;
 }
 
 /** A model for one rank or, with --tp > 1, rank 0 of a launched group; `close` ends it. */
@@ -116,6 +118,7 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
     sp: values['sp'] === true,
     allReduceFusion,
     fuseSharedExperts: m.fuseSharedExperts,
+    ...(m.loadFormat && { loadFormat: m.loadFormat }),
     ...(typeof traceDir === 'string' && traceDir !== ''
       ? { allReduceTrace: { dir: resolve(traceDir), variant } }
       : {}),
@@ -174,11 +177,13 @@ export async function openModel(
         : `allreduce trace (${spec.allReduceTrace.variant}) into ${spec.allReduceTrace.dir}/rank<r>.jsonl`,
     );
   if (spec.tp === 1) {
-    const model = loadModel(spec.modelDir, {
+    const model = await loadModel(spec.modelDir, {
       backend: await createBackend(spec.backend),
       fuseSharedExperts: spec.fuseSharedExperts,
       allReduceFusion: spec.allReduceFusion,
       allReduceTrace: spec.allReduceTrace,
+      ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
+      progress: stderrLoadProgress(),
     });
     return { model, close: async () => {}, abort: async () => {} };
   }

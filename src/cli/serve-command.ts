@@ -8,7 +8,8 @@ import type { Engine, SamplingParams } from '../engine/engine-types.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { M3ModelRunner } from '../engine/m3-model-runner.js';
 import type { ModelRunner } from '../engine/model-runner.js';
-import { loadModel } from '../model/load-model.js';
+import { loadModel, type LoadFormat } from '../model/load-model.js';
+import type { LoadProgress } from '../model/weights/load-progress.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS } from '../model/weights/random-presets.js';
 import { createServer } from '../server/http-server.js';
@@ -24,6 +25,7 @@ import {
 import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
 import { intOption, UsageError, type Command } from './command.js';
+import { LOAD_OPTIONS, loadFormatOption, stderrLoadProgress } from './load-options.js';
 import { openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
 
 /** The model `npm start` serves: bundled with the package (see the tiny-model issue). */
@@ -41,6 +43,10 @@ export interface EngineFactoryOptions {
   readonly numPages?: number;
   readonly maxNumSeqs?: number;
   readonly maxNumBatchedTokens?: number;
+  /** Default `auto`; `dummy` builds random weights from config.json alone. */
+  readonly loadFormat?: LoadFormat;
+  /** Load progress and summary (the serve command shows them on stderr). */
+  readonly progress?: LoadProgress;
   /** A runner built elsewhere (rank 0 of a --tp group); otherwise one is loaded on `backend`. */
   readonly runner?: ModelRunner;
 }
@@ -84,10 +90,17 @@ export async function createEngineFromModelDir(
 ): Promise<ModelServing> {
   const runner =
     o.runner ??
-    new M3ModelRunner(loadModel(dir, { backend: await createBackend(o.backend) }), {
-      ...(o.numPages !== undefined && { numPages: o.numPages }),
-      ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
-    });
+    new M3ModelRunner(
+      await loadModel(dir, {
+        backend: await createBackend(o.backend),
+        ...(o.loadFormat && { loadFormat: o.loadFormat }),
+        ...(o.progress && { progress: o.progress }),
+      }),
+      {
+        ...(o.numPages !== undefined && { numPages: o.numPages }),
+        ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
+      },
+    );
   const engine = new LlmEngine(runner, {
     ...(o.maxNumSeqs !== undefined && { maxNumSeqs: o.maxNumSeqs }),
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
@@ -231,6 +244,7 @@ export const serveCommand: Command = {
     },
     'num-pages': { type: 'string', description: 'KV-cache pages to allocate', valueName: 'N' },
     'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
+    ...LOAD_OPTIONS,
     ...PARALLEL_OPTIONS,
   },
   async run(values) {
@@ -242,11 +256,12 @@ export const serveCommand: Command = {
     const backend = String(values['backend']);
     const numPages = optionalInt(values, 'num-pages');
     const maxModelLen = optionalInt(values, 'max-model-len');
+    const loadFormat = loadFormatOption(values);
     // --tp > 1: this process is rank 0 and drives the worker ranks; on another host
     // (--node-rank > 0) it only supervises that host's ranks until the group ends.
     const dist = await openDistributedRunner(
       values,
-      { modelDir: dir, backend, fuseSharedExperts: false },
+      { modelDir: dir, backend, fuseSharedExperts: false, loadFormat },
       {
         ...(numPages !== undefined && { numPages }),
         ...(maxModelLen !== undefined && { maxModelLen }),
@@ -259,6 +274,8 @@ export const serveCommand: Command = {
       numPages,
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
+      loadFormat,
+      progress: stderrLoadProgress(),
       ...(dist && { runner: dist.runner }),
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;

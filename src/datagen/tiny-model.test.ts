@@ -25,7 +25,7 @@ describe('bundled tiny model', () => {
     'CPU forward matches the PyTorch training model on its reference logits',
     async () => {
       const ref = JSON.parse(readFileSync(REF, 'utf8')) as Reference;
-      const model = loadModel(DIR, { backend: new CpuBackend() });
+      const model = await loadModel(DIR, { backend: new CpuBackend() });
       const got = await runForward(model, ref.ids);
       const positions = ref.logit_positions ?? ref.ids.map((_, i) => i);
       const report = compareGolden(ref, {

@@ -14,8 +14,9 @@ import { collect, makeRequest, randomPrompt } from './test-helpers.js';
 // block size 4 = page size 4): the invariances must hold for real numerics, not only the fake.
 const DIR = goldenCase('tiny-moe');
 
+const model = existsSync(DIR) ? await loadModel(DIR, { backend: new CpuBackend() }) : null;
+
 describe.skipIf(!existsSync(DIR))('LlmEngine on the tiny MiniMax-M3 (CPU)', () => {
-  const model = existsSync(DIR) ? loadModel(DIR, { backend: new CpuBackend() }) : null;
   const runner = (numPages = 96) => new M3ModelRunner(model!, { numPages, maxModelLen: 256 });
   const engine = (cfg: Partial<EngineConfig> = {}, numPages?: number) =>
     new LlmEngine(runner(numPages), { checkIntegrity: true, ...cfg });

@@ -11,7 +11,7 @@ describe('CPU forward matches the float64 reference', () => {
     it(name, async () => {
       const dir = goldenCase(name);
       const exp = JSON.parse(readFileSync(`${dir}/expect.json`, 'utf8')) as GoldenExpect;
-      const model = loadModel(dir, { backend: new CpuBackend() });
+      const model = await loadModel(dir, { backend: new CpuBackend() });
       const got = await runForward(model, exp.ids);
       const report = compareGolden(exp, got);
       expect(report.problems).toEqual([]);

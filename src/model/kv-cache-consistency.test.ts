@@ -36,9 +36,10 @@ async function chunked(model: MiniMaxM3Model, chunks: number[]): Promise<number[
   return rows;
 }
 
-describe('KV cache', () => {
-  const model = loadModel(dir, { backend: new CpuBackend() });
+const model = await loadModel(dir, { backend: new CpuBackend() });
+const sparse = await loadModel(dir, { backend: new CpuBackend() });
 
+describe('KV cache', () => {
   it('token-by-token decode gives the logits of one full prefill (MSA layers included)', async () => {
     const full = (await runForward(model, ids)).logits;
     const stepwise = await chunked(model, [5, ...new Array<number>(ids.length - 5).fill(1)]);
@@ -62,7 +63,6 @@ describe('KV cache', () => {
 });
 
 describe('MSA sparse attention', () => {
-  const sparse = loadModel(dir, { backend: new CpuBackend() });
   const cfg = sparse.cfg;
   const dense = new MiniMaxM3Model(
     { ...cfg, sparseLayers: cfg.sparseLayers.map(() => false) },

@@ -1,4 +1,5 @@
 import type { Backend } from '../backend/backend.js';
+import { loadModelConfig } from '../config/model-config.js';
 import { planAllReducePlacement, type AllReduceFusion } from '../parallel/allreduce-placement.js';
 import { SingleRankCommunicator, type Communicator } from '../parallel/communicator.js';
 import { validateLayout, type ParallelLayout } from '../parallel/parallel-layout.js';
@@ -6,6 +7,14 @@ import { AllReduceTrace, type AllReduceTraceOptions } from './minimax-m3/allredu
 import { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
 import { loadModelWeights } from './minimax-m3/weights.js';
 import { openCheckpoint } from './weights/checkpoint.js';
+import { CheckpointWeightSource } from './weights/checkpoint-source.js';
+import { DummyWeightSource } from './weights/dummy-source.js';
+import type { LoadProgress } from './weights/load-progress.js';
+import type { LoadStats, WeightSource } from './weights/weight-source.js';
+
+/** vLLM's `--load-format`: `auto` reads the safetensors checkpoint, `dummy` makes random weights. */
+export const LOAD_FORMATS = ['auto', 'dummy'] as const;
+export type LoadFormat = (typeof LOAD_FORMATS)[number];
 
 export interface LoadModelOptions {
   readonly backend: Backend;
@@ -17,25 +26,48 @@ export interface LoadModelOptions {
   readonly allReduceFusion?: AllReduceFusion;
   /** Fused-versus-native trace of every deferred reduction into `dir/rank<r>.jsonl`. */
   readonly allReduceTrace?: AllReduceTraceOptions;
+  /** Default `auto`. `dummy` needs only `config.json` in the directory. */
+  readonly loadFormat?: LoadFormat;
+  /** Seed of the dummy weights (default 0). */
+  readonly dummySeed?: number;
+  /** Progress bar and summary line (the CLI passes one on stderr). */
+  readonly progress?: LoadProgress;
 }
 
-/** Opens a HuggingFace-layout checkpoint directory and loads this rank's share onto `backend`. */
-export function loadModel(dir: string, o: LoadModelOptions): MiniMaxM3Model {
-  const ckpt = openCheckpoint(dir);
+export interface LoadedModel {
+  readonly model: MiniMaxM3Model;
+  readonly stats: LoadStats;
+}
+
+/** Opens a checkpoint directory (or only its config, for `dummy`) and loads this rank's share onto `backend`. */
+export async function loadModelWithStats(dir: string, o: LoadModelOptions): Promise<LoadedModel> {
+  const dummy = (o.loadFormat ?? 'auto') === 'dummy';
+  const ckpt = dummy ? null : openCheckpoint(dir);
   try {
+    const src: WeightSource = ckpt
+      ? new CheckpointWeightSource(ckpt, o.backend)
+      : new DummyWeightSource(loadModelConfig(dir), o.backend, o.dummySeed ?? 0);
+    const config = src.config;
     const comm = o.comm ?? new SingleRankCommunicator();
     const parallel = o.parallel ?? { tpRank: comm.rank, tpSize: comm.worldSize };
-    validateLayout(ckpt.config, parallel);
-    const weights = loadModelWeights(ckpt, o.backend, {
+    validateLayout(config, parallel);
+    const weights = loadModelWeights(src, o.backend, {
       parallel,
       fuseSharedExperts: o.fuseSharedExperts ?? false,
     });
-    return new MiniMaxM3Model(ckpt.config, weights, o.backend, comm, {
+    const stats = await src.load(o.progress);
+    const model = new MiniMaxM3Model(config, weights, o.backend, comm, {
       layout: parallel,
-      placement: planAllReducePlacement(ckpt.config, parallel, o.allReduceFusion ?? 'dense'),
+      placement: planAllReducePlacement(config, parallel, o.allReduceFusion ?? 'dense'),
       trace: o.allReduceTrace && new AllReduceTrace(o.allReduceTrace, comm.rank),
     });
+    return { model, stats };
   } finally {
-    ckpt.close();
+    ckpt?.close();
   }
+}
+
+/** `loadModelWithStats` without the statistics. */
+export async function loadModel(dir: string, o: LoadModelOptions): Promise<MiniMaxM3Model> {
+  return (await loadModelWithStats(dir, o)).model;
 }

@@ -94,7 +94,7 @@ async function benchModel(): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'moeserve-bench-'));
   try {
     writeRandomCheckpoint({ config: smallConfig(), outDir: dir, dtype: 'bf16', seed: 1 });
-    const model = loadModel(dir, { backend: new CpuBackend() });
+    const model = await loadModel(dir, { backend: new CpuBackend() });
     const result: Record<string, number> = {};
     for (const T of [128, 512]) {
       const ids = Array.from({ length: T }, (_, i) => (i * 7919) % model.cfg.vocabSize);

@@ -201,7 +201,7 @@ async function loadRunner(model: string | undefined, pages: number): Promise<Mod
     import('../model/load-model.js'),
     import('../engine/m3-model-runner.js'),
   ]);
-  return new M3ModelRunner(loadModel(model, { backend: new CpuBackend() }), {
+  return new M3ModelRunner(await loadModel(model, { backend: new CpuBackend() }), {
     numPages: pages,
     maxModelLen: 512,
   });

@@ -70,8 +70,8 @@ export async function checkGolden(dir: string, cpu: Backend, gpu: Backend): Prom
       const ids = (
         JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] }
       ).ids;
-      const ref = await runForward(loadModel(caseDir, { backend: cpu }), ids);
-      const got = await runForward(loadModel(caseDir, { backend: gpu }), ids);
+      const ref = await runForward(await loadModel(caseDir, { backend: cpu }), ids);
+      const got = await runForward(await loadModel(caseDir, { backend: gpu }), ids);
       const s = compareLogits(got.logits, ref.logits);
       let routeDiff = 0;
       let routeRows = 0;
@@ -121,7 +121,7 @@ export async function checkGolden(dir: string, cpu: Backend, gpu: Backend): Prom
 export async function checkFusionCapture(caseDir: string, gpu: Backend): Promise<Row> {
   const ids = (JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as { ids: number[] })
     .ids;
-  const model = loadModel(caseDir, { backend: gpu, fuseSharedExperts: true });
+  const model = await loadModel(caseDir, { backend: gpu, fuseSharedExperts: true });
   const { numExperts: E, numExpertsPerTok: K } = model.cfg;
   const { kv, pageTable } = singleSequenceCache(model, ids.length);
   const out = await model.forward(prefillBatch(ids, pageTable, kv.pageSize, 'last', true), kv);
@@ -143,7 +143,7 @@ export async function checkGoldenExpect(dir: string, gpu32: Backend): Promise<Ro
     if (!existsSync(join(caseDir, 'expect.json'))) continue;
     try {
       const expect = JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as GoldenExpect;
-      const got = await runForward(loadModel(caseDir, { backend: gpu32 }), expect.ids);
+      const got = await runForward(await loadModel(caseDir, { backend: gpu32 }), expect.ids);
       const r = compareGolden(expect, got);
       rows.push({
         check: `${name} (CUDA f32 mode) vs expect.json`,

@@ -61,7 +61,7 @@ describe('M3ModelRunner over a --tp group (the engine runner of rank 0)', () => 
     const runner: ModelRunner & M3ModelRunner = new M3ModelRunner(driver, { numPages: 4 });
     expect(runner.pageSize).toBe(4);
     expect(runner.maxModelLen).toBe(16);
-    const ref = loadModel(DIR, { backend: new CpuBackend() });
+    const ref = await loadModel(DIR, { backend: new CpuBackend() });
     const refKv = ref.allocKv(4, 4);
     try {
       for (const batch of steps()) {

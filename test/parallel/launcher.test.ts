@@ -123,7 +123,7 @@ describe('moeserve --tp N: one process per rank', () => {
   });
 
   it('generate --tp 4 --ep --sp decodes the same tokens as one rank', async () => {
-    const model = loadModel(TINY_MOE, { backend: new CpuBackend() });
+    const model = await loadModel(TINY_MOE, { backend: new CpuBackend() });
     const want: number[] = [];
     for await (const t of generateTokens(model, [1, 2, 3, 4, 5], {
       maxTokens: 10,
@@ -179,7 +179,7 @@ describe('moeserve --tp N: one process per rank', () => {
     expect((await node0.exited).code, node0.stderr).toBe(0);
     expect((await node1.exited).code, node1.stderr).toBe(0);
     expect(node1.stderr).toMatch(/node 1: ranks 2, 3 started/);
-    const model = loadModel(TINY_MOE, { backend: new CpuBackend() });
+    const model = await loadModel(TINY_MOE, { backend: new CpuBackend() });
     const want: number[] = [];
     for await (const t of generateTokens(model, [1, 2, 3, 4, 5], {
       maxTokens: 6,

@@ -44,15 +44,17 @@ export async function forwardOnRanks(
 ): Promise<{ results: ForwardResult[]; logs: CollectiveRecord[][] }> {
   const { comms, close } = await connectLocalGroup(c.tp, { recordLog: true, timeoutMs: 30_000 });
   try {
-    const models = comms.map((comm) =>
-      loadModel(dir, {
-        backend: new CpuBackend(),
-        comm,
-        parallel: { tpRank: comm.rank, tpSize: c.tp, ep: c.ep, sp: c.sp },
-        allReduceFusion: c.fusion ?? 'dense',
-        fuseSharedExperts: c.fuseSharedExperts ?? false,
-        allReduceTrace: c.trace,
-      }),
+    const models = await Promise.all(
+      comms.map((comm) =>
+        loadModel(dir, {
+          backend: new CpuBackend(),
+          comm,
+          parallel: { tpRank: comm.rank, tpSize: c.tp, ep: c.ep, sp: c.sp },
+          allReduceFusion: c.fusion ?? 'dense',
+          fuseSharedExperts: c.fuseSharedExperts ?? false,
+          allReduceTrace: c.trace,
+        }),
+      ),
     );
     const results = await Promise.all(models.map((m) => runForward(m, ids)));
     return { results, logs: comms.map((cm) => cm.stats.log) };
@@ -67,7 +69,7 @@ export async function forwardSingle(
   ids: readonly number[],
   fuseSharedExperts = false,
 ): Promise<ForwardResult> {
-  return runForward(loadModel(dir, { backend: new CpuBackend(), fuseSharedExperts }), ids);
+  return runForward(await loadModel(dir, { backend: new CpuBackend(), fuseSharedExperts }), ids);
 }
 
 /** max |a − b| / max(1, max |b|) over all logits. */

@@ -13,6 +13,7 @@ import type { DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
+import { fillRandomHost } from './fill-random.js';
 import { pagedAttention, writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
 import { msaSelectBlocks } from './ops/msa-select.js';
@@ -68,6 +69,10 @@ export class CpuBackend implements Backend {
 
   free(t: Tensor): void {
     if (t instanceof CpuTensor && t.owner) this.kernels.heap.free(t.data);
+  }
+
+  fillRandom(t: Tensor, seed: number, scale: number): void {
+    fillRandomHost(f32(t, 'fillRandom'), seed, scale, t.dtype === 'bf16');
   }
 
   view(t: Tensor, shape: Shape): Tensor {

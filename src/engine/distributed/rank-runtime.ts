@@ -1,6 +1,7 @@
 import type { Backend } from '../../backend/backend.js';
 import { createBackend } from '../../backend/create-backend.js';
 import { loadModel } from '../../model/load-model.js';
+import { StreamLoadProgress } from '../../model/weights/load-progress.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import type { Communicator } from '../../parallel/communicator.js';
 import { CpuCommunicator } from '../../parallel/cpu/cpu-communicator.js';
@@ -25,13 +26,16 @@ export async function createRankRuntime(spec: RankSpec, group: ProcessGroup): Pr
   const backend = await createBackend(spec.backend);
   const inner = await createCommunicator(spec, group, backend);
   const comm = spec.profileComm ? new TimedCommunicator(inner, () => backend.synchronize()) : inner;
-  const model = loadModel(spec.modelDir, {
+  const model = await loadModel(spec.modelDir, {
     backend,
     comm,
     parallel: { tpRank: group.rank, tpSize: spec.tp, ep: spec.ep, sp: spec.sp },
     allReduceFusion: spec.allReduceFusion,
     fuseSharedExperts: spec.fuseSharedExperts,
     allReduceTrace: spec.allReduceTrace,
+    ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
+    // Every rank loads its own slice; rank 0 shows the progress for the group.
+    ...(group.rank === 0 && { progress: new StreamLoadProgress(process.stderr) }),
   });
   return { model, comm };
 }

@@ -1,3 +1,4 @@
+import type { LoadFormat } from '../../model/load-model.js';
 import type { ForwardBatch, SeqInBatch } from '../../backend/forward-batch.js';
 import type { AllReduceFusion } from '../../parallel/allreduce-placement.js';
 import type { ReductionVariant } from '../../parallel/reduction-semantics.js';
@@ -16,6 +17,8 @@ export interface RankSpec {
   readonly sp: boolean;
   readonly allReduceFusion: AllReduceFusion;
   readonly fuseSharedExperts: boolean;
+  /** `--load-format` (default auto). */
+  readonly loadFormat?: LoadFormat;
   /** Fused-versus-native trace of every deferred reduction (`--allreduce-trace DIR`). */
   readonly allReduceTrace?: { readonly dir: string; readonly variant: ReductionVariant };
   /** Time every collective, with a device sync on each side (benchmarks only). */

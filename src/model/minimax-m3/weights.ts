@@ -9,7 +9,7 @@ import {
   type ParallelLayout,
 } from '../../parallel/parallel-layout.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { Checkpoint } from '../weights/checkpoint.js';
+import type { WeightSource } from '../weights/weight-source.js';
 
 export interface IndexWeights {
   readonly qProj: Tensor; // [Hidx_local·Didx, D]
@@ -64,70 +64,85 @@ export interface LoadOptions {
 
 type Slice = { rows?: [number, number]; cols?: [number, number] };
 
-/** Reads this rank's slice of every weight from the checkpoint and uploads it. */
-export function loadModelWeights(ckpt: Checkpoint, backend: Backend, o: LoadOptions): ModelWeights {
-  const cfg = ckpt.config;
-  const up = (
-    name: string,
-    shape: readonly number[],
-    s: Slice = {},
-    dtype: 'bf16' | 'f32' = 'bf16',
-  ): Tensor => {
-    const h = ckpt.read(name, { expectShape: shape, ...s });
-    return backend.upload(h.data, h.shape, dtype);
+/** A weight builder's view of the source: allocate, schedule the fill, return the tensor. */
+interface Loader {
+  readonly src: WeightSource;
+  readonly backend: Backend;
+  up(name: string, shape: readonly number[], s?: Slice, dtype?: 'bf16' | 'f32'): Tensor;
+}
+
+function slicedShape(shape: readonly number[], s: Slice): number[] {
+  const out = [...shape];
+  if (s.rows) out[0] = s.rows[1];
+  if (s.cols) out[1] = s.cols[1];
+  return out;
+}
+
+/**
+ * Allocates this rank's slice of every weight and schedules it to be filled from `src`
+ * (values arrive when `src.load()` resolves).
+ */
+export function loadModelWeights(
+  src: WeightSource,
+  backend: Backend,
+  o: LoadOptions,
+): ModelWeights {
+  const cfg = src.config;
+  const ld: Loader = {
+    src,
+    backend,
+    up(name, shape, s = {}, dtype = 'bf16') {
+      const t = backend.alloc(slicedShape(shape, s), dtype);
+      src.fill(t, name, { expectShape: shape, ...s });
+      return t;
+    },
   };
   const D = cfg.hiddenSize;
   const V = cfg.vocabSize;
   const lmHeadName =
-    cfg.tieWordEmbeddings && !ckpt.has('lm_head.weight')
+    cfg.tieWordEmbeddings && !src.has('lm_head.weight')
       ? 'model.embed_tokens.weight'
       : 'lm_head.weight';
   return {
-    embed: up('model.embed_tokens.weight', [V, D]),
-    norm: up('model.norm.weight', [D], {}, 'f32'),
-    lmHead: up(lmHeadName, [V, D], {
+    embed: ld.up('model.embed_tokens.weight', [V, D]),
+    norm: ld.up('model.norm.weight', [D], {}, 'f32'),
+    lmHead: ld.up(lmHeadName, [V, D], {
       rows: evenSplit(V, o.parallel.tpRank, o.parallel.tpSize, 'vocab_size'),
     }),
-    layers: Array.from({ length: cfg.numLayers }, (_, i) =>
-      loadLayer(ckpt, backend, cfg, i, o, up),
-    ),
+    layers: Array.from({ length: cfg.numLayers }, (_, i) => loadLayer(ld, cfg, i, o)),
   };
 }
 
-type Up = (name: string, shape: readonly number[], s?: Slice, dtype?: 'bf16' | 'f32') => Tensor;
-
-function loadLayer(
-  ckpt: Checkpoint,
-  backend: Backend,
-  cfg: ModelConfig,
-  i: number,
-  o: LoadOptions,
-  up: Up,
-): LayerWeights {
+function loadLayer(ld: Loader, cfg: ModelConfig, i: number, o: LoadOptions): LayerWeights {
   const p = `model.layers.${i}`;
   const D = cfg.hiddenSize;
   const moe = cfg.moeLayers[i]!;
   return {
-    inputNorm: up(`${p}.input_layernorm.weight`, [D], {}, 'f32'),
-    postAttnNorm: up(`${p}.post_attention_layernorm.weight`, [D], {}, 'f32'),
-    attn: loadAttention(cfg, i, o.parallel, up),
+    inputNorm: ld.up(`${p}.input_layernorm.weight`, [D], {}, 'f32'),
+    postAttnNorm: ld.up(`${p}.post_attention_layernorm.weight`, [D], {}, 'f32'),
+    attn: loadAttention(ld, cfg, i, o.parallel),
     mlp: moe
       ? null
       : loadMlp(
-          ckpt,
-          backend,
+          ld,
           `${p}.mlp`,
           ['gate_proj', 'up_proj', 'down_proj'],
           D,
           cfg.denseIntermediateSize,
           o.parallel,
         ),
-    moe: moe ? loadMoe(ckpt, backend, cfg, i, o, up) : null,
+    moe: moe ? loadMoe(ld, cfg, i, o) : null,
   };
 }
 
-function loadAttention(cfg: ModelConfig, i: number, par: ParallelLayout, up: Up): AttentionWeights {
+function loadAttention(
+  ld: Loader,
+  cfg: ModelConfig,
+  i: number,
+  par: ParallelLayout,
+): AttentionWeights {
   const p = `model.layers.${i}.self_attn`;
+  const up = ld.up;
   const { hiddenSize: D, headDim: Dh, numHeads: H, numKvHeads: Hkv } = cfg;
   const [h0, hn] = evenSplit(H, par.tpRank, par.tpSize, 'num_attention_heads');
   const [kv0, kvn] = kvHeadRange(cfg, par);
@@ -155,50 +170,51 @@ function loadAttention(cfg: ModelConfig, i: number, par: ParallelLayout, up: Up)
   };
 }
 
-/** Reads [gate; up] (rows split over tp) and down (columns split) of one SwiGLU MLP into host arrays. */
-function readMlp(
-  ckpt: Checkpoint,
+/**
+ * Schedules one SwiGLU MLP into `gateUp` [2·I_local, D] (gate rows, then up rows; both split
+ * over tp) and `down` [D, I_local] (columns split).
+ */
+function fillMlp(
+  ld: Loader,
+  gateUp: Tensor,
+  down: Tensor,
   prefix: string,
   names: readonly [string, string, string],
   D: number,
   I: number,
   par: ParallelLayout,
-): { gateUp: Float32Array; down: Float32Array; In: number } {
+): void {
   const [i0, In] = evenSplit(I, par.tpRank, par.tpSize, `${prefix} intermediate size`);
-  const gate = ckpt.read(`${prefix}.${names[0]}.weight`, { expectShape: [I, D], rows: [i0, In] });
-  const upW = ckpt.read(`${prefix}.${names[1]}.weight`, { expectShape: [I, D], rows: [i0, In] });
-  const down = ckpt.read(`${prefix}.${names[2]}.weight`, { expectShape: [D, I], cols: [i0, In] });
-  const gateUp = new Float32Array(2 * In * D);
-  gateUp.set(gate.data, 0);
-  gateUp.set(upW.data, In * D);
-  return { gateUp, down: down.data, In };
+  const rows = ld.backend.view(gateUp, [2 * In, D]);
+  ld.src.fill(ld.backend.rows(rows, 0, In), `${prefix}.${names[0]}.weight`, {
+    expectShape: [I, D],
+    rows: [i0, In],
+  });
+  ld.src.fill(ld.backend.rows(rows, In, In), `${prefix}.${names[1]}.weight`, {
+    expectShape: [I, D],
+    rows: [i0, In],
+  });
+  ld.src.fill(down, `${prefix}.${names[2]}.weight`, { expectShape: [D, I], cols: [i0, In] });
 }
 
 function loadMlp(
-  ckpt: Checkpoint,
-  backend: Backend,
+  ld: Loader,
   prefix: string,
   names: readonly [string, string, string],
   D: number,
   I: number,
   par: ParallelLayout,
 ): MlpWeights {
-  const m = readMlp(ckpt, prefix, names, D, I, par);
-  return {
-    gateUp: backend.upload(m.gateUp, [2 * m.In, D], 'bf16'),
-    down: backend.upload(m.down, [D, m.In], 'bf16'),
-  };
+  const In = evenSplit(I, par.tpRank, par.tpSize, `${prefix} intermediate size`)[1];
+  const gateUp = ld.backend.alloc([2 * In, D], 'bf16');
+  const down = ld.backend.alloc([D, In], 'bf16');
+  fillMlp(ld, gateUp, down, prefix, names, D, I, par);
+  return { gateUp, down };
 }
 
-function loadMoe(
-  ckpt: Checkpoint,
-  backend: Backend,
-  cfg: ModelConfig,
-  i: number,
-  o: LoadOptions,
-  up: Up,
-): MoeWeights {
+function loadMoe(ld: Loader, cfg: ModelConfig, i: number, o: LoadOptions): MoeWeights {
   const p = `model.layers.${i}.block_sparse_moe`;
+  const { backend, src } = ld;
   const { hiddenSize: D, numExperts: E, moeIntermediateSize: I } = cfg;
   const hasShared = cfg.numSharedExperts > 0;
   const sharedI = cfg.sharedIntermediateSize * Math.max(1, cfg.numSharedExperts);
@@ -214,24 +230,23 @@ function loadMoe(
   const split = ep ? SINGLE_RANK : o.parallel;
   const numSlabs = numLocal + (fuse ? 1 : 0);
   const In = I / split.tpSize;
-  // Written expert by expert into preallocated tensors: all 128 experts of a real layer are
-  // ~4.8e9 values, more than one host array can hold.
+  // One slab per layer, each expert's slice read straight into its rows: all 128 experts of
+  // a real layer are ~4.8e9 values, more than one host array could hold.
   const gateUp = backend.alloc([numSlabs, 2 * In, D], 'bf16');
   const down = backend.alloc([numSlabs, D, In], 'bf16');
   for (let j = 0; j < numSlabs; j++) {
     const e = e0 + j;
-    const m =
+    const [prefix, names] =
       e < E
-        ? readMlp(ckpt, `${p}.experts.${e}`, ['w1', 'w3', 'w2'], D, I, split)
-        : readMlp(ckpt, `${p}.shared_experts`, ['gate_proj', 'up_proj', 'down_proj'], D, I, split);
-    backend.write(backend.rows(gateUp, j, 1), m.gateUp);
-    backend.write(backend.rows(down, j, 1), m.down);
+        ? [`${p}.experts.${e}`, ['w1', 'w3', 'w2'] as const]
+        : [`${p}.shared_experts`, ['gate_proj', 'up_proj', 'down_proj'] as const];
+    fillMlp(ld, backend.rows(gateUp, j, 1), backend.rows(down, j, 1), prefix, names, D, I, split);
   }
   return {
-    gate: up(`${p}.gate.weight`, [E, D], {}, 'f32'),
+    gate: ld.up(`${p}.gate.weight`, [E, D], {}, 'f32'),
     bias:
-      cfg.useRoutingBias && ckpt.has(`${p}.e_score_correction_bias`)
-        ? up(`${p}.e_score_correction_bias`, [E], {}, 'f32')
+      cfg.useRoutingBias && src.has(`${p}.e_score_correction_bias`)
+        ? ld.up(`${p}.e_score_correction_bias`, [E], {}, 'f32')
         : null,
     experts: {
       gateUp,
@@ -242,8 +257,7 @@ function loadMoe(
     shared:
       hasShared && !fuse
         ? loadMlp(
-            ckpt,
-            backend,
+            ld,
             `${p}.shared_experts`,
             ['gate_proj', 'up_proj', 'down_proj'],
             D,

@@ -24,6 +24,8 @@ export interface TensorInfo {
   readonly file: string;
   readonly dtype: StDType;
   readonly shape: readonly number[];
+  /** Absolute byte offset of element 0 in `file`. */
+  readonly offset: number;
   /** The raw name of the `weight_scale_inv` companion of an FP8 weight. */
   readonly scaleName?: string;
 }
@@ -185,6 +187,7 @@ class SafetensorsCheckpoint implements Checkpoint {
       file: slot.weight.file.path,
       dtype: e.dtype,
       shape: e.shape,
+      offset: e.offset,
       ...(slot.scale ? { scaleName: slot.scale.raw } : {}),
     };
   }

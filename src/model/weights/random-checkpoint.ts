@@ -139,7 +139,7 @@ function splitShards(units: Unit[], maxBytes: number): Unit[][] {
 }
 
 /** Standard deviation and mean of a tensor's values, by role (Gemma norms store w of 1 + w). */
-function initOf(spec: ModelTensorSpec): { std: number; mean: number } {
+export function initOf(spec: ModelTensorSpec): { std: number; mean: number } {
   const fanIn = spec.shape[1] ?? 1;
   switch (spec.role) {
     case 'embedding':

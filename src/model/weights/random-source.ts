@@ -53,7 +53,7 @@ function uniformTable(std: number, mean: number): { f32: Float32Array; bf16: Uin
   return t;
 }
 
-function fnv1a(s: string): number {
+export function fnv1a(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return h >>> 0;
