@@ -136,8 +136,9 @@ describe('LlmEngine with a constraint', () => {
   });
 });
 
+const model = await loadModel('models/moeserve-tiny-m3', { backend: new CpuBackend() });
+
 describe('prompt logprobs on the bundled model (CPU)', () => {
-  const model = loadModel('models/moeserve-tiny-m3', { backend: new CpuBackend() });
   const engine = (maxNumBatchedTokens: number, numPages = 96) =>
     new LlmEngine(new M3ModelRunner(model, { numPages, maxModelLen: 256 }), {
       checkIntegrity: true,
