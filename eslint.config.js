@@ -87,6 +87,21 @@ export default tseslint.config(
     },
   },
   {
+    // One module reads the environment (defaults and parsing written once).
+    files: ['src/**/*.ts'],
+    ignores: ['src/config/env.ts', '**/*.test.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'read environment variables through src/config/env.ts (readEnv)',
+        },
+      ],
+    },
+  },
+  {
     files: ['src/server/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -15,6 +15,10 @@ import type { WeightUploader, WeightUploaderOptions } from './weight-uploader.js
  */
 export interface Backend {
   readonly name: 'cpu' | 'cuda';
+  /** Where tensor memory lives: 'host' (a CPU communicator moves it) or 'cuda' (NCCL does). */
+  readonly memory: 'host' | 'cuda';
+  /** The dtype a tensor requested as `dtype` is stored in (a float32 backend keeps bf16 as f32). */
+  storageDtype(dtype: DType): DType;
 
   /** A zero-filled tensor. */
   alloc(shape: Shape, dtype: DType): Tensor;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { COMMANDS, HIDDEN_COMMANDS } from './commands.js';
 import { runCommand, UsageError } from './command.js';
+import { readEnv } from '../config/env.js';
 
 function usage(): string {
   const lines = ['usage: moeserve <command> [options]', '', 'Commands:'];
@@ -38,7 +39,7 @@ main(process.argv.slice(2)).then(
       console.error(
         `moeserve: ${err.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err.message}`,
       );
-    if (process.env['MOESERVE_DEBUG']) console.error(err.stack);
+    if (readEnv().debug) console.error(err.stack);
     process.exitCode = err instanceof UsageError ? 2 : 1;
   },
 );

@@ -19,6 +19,7 @@ import type { RankSpec } from '../engine/distributed/step-messages.js';
 import { M3ModelRunner, type M3RunnerOptions } from '../engine/m3-model-runner.js';
 import { parseReductionVariant, REDUCTION_VARIANTS } from '../parallel/reduction-semantics.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
+import { readEnv } from '../config/env.js';
 
 /** The parallel-layout and launch flags every model command takes (torchrun's names). */
 export const PARALLEL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -130,7 +131,7 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
  * blocks its thread forever in, forward step S.
  */
 export function injectedFault(rank: number): InjectedFault | undefined {
-  const spec = process.env['MOESERVE_FAULT_INJECT'];
+  const spec = readEnv().faultInject;
   if (!spec) return undefined;
   const kv = Object.fromEntries(spec.split(',').map((p) => p.split('=') as [string, string]));
   if (Number(kv['rank']) !== rank) return undefined;

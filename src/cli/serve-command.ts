@@ -5,6 +5,7 @@ import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBackend } from '../backend/create-backend.js';
 import type { Engine, SamplingParams } from '../engine/engine-types.js';
+import { DEFAULT_ENGINE_CONFIG } from '../engine/engine-config.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { M3ModelRunner } from '../engine/m3-model-runner.js';
 import type { ModelRunner } from '../engine/model-runner.js';
@@ -14,7 +15,7 @@ import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS } from '../model/weights/random-presets.js';
 import { createServer } from '../server/http-server.js';
 import type { ChatRenderer, ServerTokenizer } from '../server/server-deps.js';
-import { OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
+import { DEFAULT_SERVER_OPTIONS, OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
 import {
   adaptTokenizer,
   byteTokenizer,
@@ -204,13 +205,13 @@ export const serveCommand: Command = {
     },
     'max-concurrent-requests': {
       type: 'string',
-      default: '256',
+      default: String(DEFAULT_SERVER_OPTIONS.maxConcurrentRequests),
       description: 'generation requests in flight; more get 429',
       valueName: 'N',
     },
     'max-body-bytes': {
       type: 'string',
-      default: String(32 * 1024 * 1024),
+      default: String(DEFAULT_SERVER_OPTIONS.bodyLimitBytes),
       description: 'largest request body; more get 413',
       valueName: 'N',
     },
@@ -236,9 +237,15 @@ export const serveCommand: Command = {
       description: 'allow the return_routed_experts request field',
     },
     backend: { type: 'string', default: 'cpu', description: 'cpu | cuda' },
-    'max-num-seqs': { type: 'string', description: 'sequences per batch', valueName: 'N' },
+    'max-num-seqs': {
+      type: 'string',
+      default: String(DEFAULT_ENGINE_CONFIG.maxNumSeqs),
+      description: 'sequences per batch',
+      valueName: 'N',
+    },
     'max-num-batched-tokens': {
       type: 'string',
+      default: String(DEFAULT_ENGINE_CONFIG.maxNumBatchedTokens),
       description: 'token budget of one engine step (prefill chunk size)',
       valueName: 'N',
     },
@@ -286,8 +293,12 @@ export const serveCommand: Command = {
       logger: values['log-requests'] === true,
       options: {
         apiKey: (values['api-key'] as string | undefined) ?? null,
-        maxConcurrentRequests: intOption(values, 'max-concurrent-requests', 256),
-        bodyLimitBytes: intOption(values, 'max-body-bytes', 32 * 1024 * 1024),
+        maxConcurrentRequests: intOption(
+          values,
+          'max-concurrent-requests',
+          DEFAULT_SERVER_OPTIONS.maxConcurrentRequests,
+        ),
+        bodyLimitBytes: intOption(values, 'max-body-bytes', DEFAULT_SERVER_OPTIONS.bodyLimitBytes),
         returnRoutedExperts: values['return-routed-experts'] === true,
         samplingDefaults: serving.samplingDefaults,
       },

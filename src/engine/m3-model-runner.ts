@@ -2,8 +2,14 @@ import type { Backend } from '../backend/backend.js';
 import { planKvPages } from '../backend/cuda/memory-plan.js';
 import type { ForwardBatch } from '../backend/forward-batch.js';
 import type { ForwardModel } from '../model/forward-model.js';
-import { defaultPageSize, kvBytesPerPage, type KvCache } from '../model/minimax-m3/kv-cache.js';
+import {
+  defaultPageSize,
+  KV_DTYPE,
+  kvBytesPerPage,
+  type KvCache,
+} from '../model/minimax-m3/kv-cache.js';
 import type { ParallelLayout } from '../parallel/parallel-layout.js';
+import { DTYPE_BYTES } from '../tensor/dtype.js';
 import type { ModelRunner, StepOutput } from './model-runner.js';
 
 export interface M3RunnerOptions {
@@ -46,7 +52,7 @@ export class M3ModelRunner implements ModelRunner {
   ) {
     const cfg = model.cfg;
     this.pageSize = defaultPageSize(cfg);
-    const elemBytes = model.backend.name === 'cpu' ? 4 : 2;
+    const elemBytes = DTYPE_BYTES[model.backend.storageDtype(KV_DTYPE)];
     const perPage = kvBytesPerPage(cfg, model.layout, this.pageSize, elemBytes);
     this.numPages = o.numPages ?? this.defaultPages(perPage, o);
     this.kv = model.allocKv(this.numPages, this.pageSize);

@@ -14,6 +14,7 @@ import { loadModel } from '../model/load-model.js';
 import { runForward } from '../model/run-forward.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS, withNumLayers } from '../model/weights/random-presets.js';
+import { readEnv } from '../config/env.js';
 
 function cpuinfoMhz(): number {
   try {
@@ -126,7 +127,7 @@ async function benchModel(): Promise<Record<string, number>> {
 
 async function main(): Promise<void> {
   const cpu = cpus()[0];
-  const mhz = cpu?.speed || Number(process.env['MOESERVE_CPU_MHZ'] ?? cpuinfoMhz());
+  const mhz = cpu?.speed || (readEnv().cpuMhz ?? cpuinfoMhz());
   // JS arithmetic is scalar float64: at best one multiply and one add per cycle per core.
   const scalarPeak = (2 * mhz) / 1000;
   const simdPeak = (64 * mhz) / 1000; // AVX-512: 2 FMA units × 16 f32 lanes × 2 flops

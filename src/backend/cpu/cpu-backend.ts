@@ -31,7 +31,12 @@ interface CpuBatchMeta extends BatchMeta {
  */
 export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
+  readonly memory = 'host' as const;
   readonly kernels = new CpuKernels();
+
+  storageDtype(dtype: DType): DType {
+    return dtype === 'i32' ? 'i32' : 'f32';
+  }
 
   alloc(shape: Shape, dtype: DType): Tensor {
     const n = numel(shape);

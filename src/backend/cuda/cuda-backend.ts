@@ -29,6 +29,7 @@ import { KernelCache } from './kernel-cache.js';
 import { moe, routerTopK, skinnyGemm } from './moe-ops.js';
 import type { OpContext } from './op-context.js';
 import { Workspace } from './workspace.js';
+import { readEnv } from '../../config/env.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
@@ -47,6 +48,7 @@ const UPLOAD_CHUNK_ELEMS = 16 * 2 ** 20;
 
 export class CudaBackend implements Backend {
   readonly name = 'cuda' as const;
+  readonly memory = 'cuda' as const;
   readonly ctx: OpContext;
   readonly gemm: CublasGemm;
   readonly metaStore: BatchMetaStore;
@@ -70,6 +72,10 @@ export class CudaBackend implements Backend {
   /** The dtype actually stored for a requested one. */
   private storage(dtype: DType): DType {
     return this.float32 && dtype === 'bf16' ? 'f32' : dtype;
+  }
+
+  storageDtype(dtype: DType): DType {
+    return this.storage(dtype);
   }
 
   // ------------------------------------------------------------------ memory
@@ -335,7 +341,7 @@ export class CudaBackend implements Backend {
   }
 
   /** Small-M bf16 GEMMs on the tensor-core streaming kernel instead of cuBLAS (default on). */
-  skinny = process.env['MOESERVE_CUDA_SKINNY'] !== '0';
+  skinny = readEnv().cudaSkinny;
 
   add(out: Tensor, a: Tensor, b: Tensor): void {
     ew.add(this.ctx, out, a, b);

@@ -20,12 +20,13 @@ import { fileURLToPath } from 'node:url';
 import { CudaError } from './check.js';
 import type { CudaDevice, KernelFn } from './device.js';
 import type { NvrtcApi } from './ffi.js';
+import { readEnv } from '../../config/env.js';
 
 const HEADER_EXT = '.cuh';
 
 /** The kernels folder: MOESERVE_KERNEL_DIR, else the first `src/backend/cuda/kernels` above this module. */
 export function findKernelDir(): string {
-  const override = process.env['MOESERVE_KERNEL_DIR'];
+  const override = readEnv().kernelDir;
   if (override) return override;
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
@@ -42,7 +43,7 @@ export function findKernelDir(): string {
 }
 
 export function kernelCacheDir(): string {
-  return process.env['MOESERVE_KERNEL_CACHE'] ?? join(homedir(), '.cache', 'moeserve', 'kernels');
+  return readEnv().kernelCache ?? join(homedir(), '.cache', 'moeserve', 'kernels');
 }
 
 export interface CompileStats {

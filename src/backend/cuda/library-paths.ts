@@ -11,6 +11,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { readEnv } from '../../config/env.js';
 
 export type CudaLibrary = 'cuda' | 'nvrtc' | 'cublas' | 'cublasLt';
 
@@ -21,28 +22,14 @@ const SONAMES: Readonly<Record<CudaLibrary, readonly string[]>> = {
   cublasLt: ['libcublasLt.so.13', 'libcublasLt.so.12', 'libcublasLt.so'],
 };
 
-const ENV_FILE: Readonly<Record<CudaLibrary, string>> = {
-  cuda: 'MOESERVE_LIBCUDA',
-  nvrtc: 'MOESERVE_LIBNVRTC',
-  cublas: 'MOESERVE_LIBCUBLAS',
-  cublasLt: 'MOESERVE_LIBCUBLASLT',
-};
-
-function splitDirs(v: string | undefined): string[] {
-  return (v ?? '').split(':').filter((d) => d.length > 0);
-}
-
 function toolkitRoots(): string[] {
-  const env = process.env;
-  return [env['CUDA_HOME'], env['CUDA_PATH'], '/usr/local/cuda', '/usr/local/cuda-13.0'].filter(
-    (d): d is string => typeof d === 'string' && d.length > 0,
-  );
+  return [...readEnv().cudaRoots, '/usr/local/cuda', '/usr/local/cuda-13.0'];
 }
 
 /** site-packages/nvidia/<pkg>/lib folders of the pythons installed in the usual places. */
 function wheelDirs(): string[] {
   const out: string[] = [];
-  const bases = ['/usr/local/lib', '/usr/lib', `${process.env['HOME'] ?? '/root'}/.local/lib`];
+  const bases = ['/usr/local/lib', '/usr/lib', `${readEnv().home}/.local/lib`];
   for (const base of bases) {
     let entries: string[] = [];
     try {
@@ -65,7 +52,7 @@ function wheelDirs(): string[] {
 
 /** Folders searched, in order, for every library. */
 export function candidateDirs(): string[] {
-  const dirs = [...splitDirs(process.env['MOESERVE_CUDA_LIB_DIR'])];
+  const dirs = [...readEnv().cudaLibDirs];
   dirs.push('/usr/local/nvidia/lib64', '/usr/local/nvidia/lib');
   for (const root of toolkitRoots()) {
     dirs.push(join(root, 'targets/x86_64-linux/lib'), join(root, 'lib64'));
@@ -80,7 +67,7 @@ export function candidateDirs(): string[] {
  * (the dynamic loader then decides). `tried` lists what was looked at, for error messages.
  */
 export function findLibrary(lib: CudaLibrary): { path: string; tried: string[] } {
-  const override = process.env[ENV_FILE[lib]];
+  const override = readEnv().libraryFile[lib];
   if (override) return { path: override, tried: [override] };
   const tried: string[] = [];
   for (const dir of candidateDirs()) {
@@ -95,7 +82,7 @@ export function findLibrary(lib: CudaLibrary): { path: string; tried: string[] }
 
 /** The toolkit include folder (cuda_bf16.h etc.), or null; MOESERVE_CUDA_INCLUDE overrides. */
 export function findCudaInclude(): string | null {
-  const override = process.env['MOESERVE_CUDA_INCLUDE'];
+  const override = readEnv().cudaInclude;
   if (override) return override;
   for (const root of toolkitRoots()) {
     for (const sub of ['include', 'targets/x86_64-linux/include']) {

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { readEnv } from '../../config/env.js';
 
 /**
  * Last-resort teardown for a rank whose JavaScript thread is stuck in a blocking native call
@@ -42,8 +43,8 @@ tick();
 
 /** How long the main thread may be blocked before a lost peer ends the job (default 10 s). */
 function defaultStaleMs(): number {
-  const s = Number(process.env['MOESERVE_HANG_WATCHDOG_S']);
-  return Number.isFinite(s) && s > 0 ? s * 1000 : 10_000;
+  const s = readEnv().hangWatchdogSeconds;
+  return s !== undefined ? s * 1000 : 10_000;
 }
 
 export class HangWatchdog {

@@ -12,6 +12,7 @@ import { RankGroupDriver, watchControl } from './rank-group-driver.js';
 import { createRankRuntime, rendezvousPayload } from './rank-runtime.js';
 import { withInjectedFault, type InjectedFault } from './fault-injection.js';
 import { encodeStep, type RankSpec } from './step-messages.js';
+import { readEnv } from '../../config/env.js';
 
 /** torchrun-style placement of the ranks over hosts. */
 export interface LaunchOptions {
@@ -137,7 +138,7 @@ function workerLaunch(o: LaunchOptions, rank: number, port: number) {
 
 /** The one GPU a host's local rank `i` uses, as CUDA_VISIBLE_DEVICES for its process. */
 function visibleDevice(i: number): string {
-  const list = process.env['CUDA_VISIBLE_DEVICES'];
+  const list = readEnv().cudaVisibleDevices;
   if (!list) return String(i);
   const ids = list.split(',').filter((s) => s.trim() !== '');
   const id = ids[i];

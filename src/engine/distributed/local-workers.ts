@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { FailureWatch } from './failure-watch.js';
 import { HangWatchdog } from './hang-watchdog.js';
+import { childEnv } from '../../config/env.js';
 
 /** The node flags and entry script that run `moeserve` (default: this process's own). */
 export interface WorkerEntry {
@@ -47,7 +48,7 @@ export class LocalWorkers {
     if (!entry) throw new Error('cannot find the moeserve entry script to start workers');
     const child = spawn(process.execPath, [...execArgv, entry, 'worker', ...w.args], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, ...w.env },
+      env: childEnv(w.env),
     });
     const tail: string[] = [];
     this.tails.set(w.rank, tail);

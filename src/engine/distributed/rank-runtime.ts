@@ -48,7 +48,7 @@ async function createCommunicator(
   if (group.worldSize !== spec.tp)
     throw new Error(`the group has ${group.worldSize} ranks, the layout needs tp=${spec.tp}`);
   if (spec.comm === 'cpu') {
-    if (backend.name !== 'cpu')
+    if (backend.memory !== 'host')
       throw new Error('--comm cpu moves CPU tensors; use --comm nccl on GPUs');
     return new CpuCommunicator(group.rank, group.peers);
   }

@@ -130,9 +130,9 @@ async function gatherPartials(ctx: StepContext, h: Tensor): Promise<Float32Array
   return Array.from({ length: W }, (_, q) => host.subarray(q * n, (q + 1) * n));
 }
 
-/** The CPU backend keeps every float tensor as float32; elsewhere the tensor's dtype counts. */
+/** Activations round to what the backend stores them in (the CPU keeps every float as f32). */
 function activationRounding(b: Backend, t: Tensor): 'f32' | 'bf16' {
-  return b.name === 'cpu' || t.dtype !== 'bf16' ? 'f32' : 'bf16';
+  return b.storageDtype(t.dtype) === 'bf16' ? 'bf16' : 'f32';
 }
 
 /** The seed's group names: the TP group for dense layers, the MoE's group for sparse ones. */

@@ -1,6 +1,7 @@
 import type { Backend } from '../../backend/backend.js';
 import type { ModelConfig } from '../../config/model-config.js';
 import { kvHeadRange, type ParallelLayout } from '../../parallel/parallel-layout.js';
+import type { DType } from '../../tensor/dtype.js';
 import type { Tensor } from '../../tensor/tensor.js';
 
 /** One layer's paged caches: K and V [P, S, Hkv_local·Dh]; MSA layers add the index key [P, S, Didx]. */
@@ -15,6 +16,9 @@ export interface KvCache {
   readonly pageSize: number;
   readonly layers: readonly LayerKvCache[];
 }
+
+/** The dtype the KV cache asks for (a float32 backend stores it as f32: Backend.storageDtype). */
+export const KV_DTYPE = 'bf16' satisfies DType;
 
 /** Bytes one page takes on this rank, over all layers (for sizing the pool from free memory). */
 export function kvBytesPerPage(
@@ -49,11 +53,11 @@ export function allocKvCache(
   }
   const kvWidth = kvHeadRange(cfg, par)[1] * cfg.headDim;
   const layers = Array.from({ length: cfg.numLayers }, (_, i) => ({
-    k: backend.alloc([numPages, pageSize, kvWidth], 'bf16'),
-    v: backend.alloc([numPages, pageSize, kvWidth], 'bf16'),
+    k: backend.alloc([numPages, pageSize, kvWidth], KV_DTYPE),
+    v: backend.alloc([numPages, pageSize, kvWidth], KV_DTYPE),
     indexK:
       cfg.sparseLayers[i] && cfg.sparse
-        ? backend.alloc([numPages, pageSize, cfg.sparse.indexDim], 'bf16')
+        ? backend.alloc([numPages, pageSize, cfg.sparse.indexDim], KV_DTYPE)
         : null,
   }));
   return { numPages, pageSize, layers };

@@ -51,7 +51,7 @@ export async function createNcclCommunicator(
   uniqueId: Uint8Array,
   backend: Backend,
 ): Promise<NcclCommunicator> {
-  if (backend.name !== 'cuda')
+  if (backend.memory !== 'cuda')
     throw new Error('--comm nccl needs the CUDA backend (--backend cuda)');
   const dev = (backend as unknown as { dev?: { stream?: unknown } }).dev;
   if (!dev?.stream) throw new Error('NCCL: the CUDA backend exposes no stream');

@@ -11,6 +11,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { candidateDirs } from '../../backend/cuda/library-paths.js';
+import { readEnv } from '../../config/env.js';
 
 export const NCCL_UNIQUE_ID_BYTES = 128;
 
@@ -54,7 +55,7 @@ let loaded: NcclLib | null = null;
 
 /** libnccl: MOESERVE_LIBNCCL, else the CUDA library folders and pip's nvidia/nccl/lib, else the soname. */
 export function findNccl(): string {
-  const override = process.env['MOESERVE_LIBNCCL'];
+  const override = readEnv().libraryFile.nccl;
   if (override) return override;
   for (const dir of [...candidateDirs(), ...ncclWheelDirs()]) {
     const p = join(dir, 'libnccl.so.2');
@@ -65,11 +66,7 @@ export function findNccl(): string {
 
 function ncclWheelDirs(): string[] {
   const out: string[] = [];
-  for (const base of [
-    '/usr/local/lib',
-    '/usr/lib',
-    `${process.env['HOME'] ?? '/root'}/.local/lib`,
-  ]) {
+  for (const base of ['/usr/local/lib', '/usr/lib', `${readEnv().home}/.local/lib`]) {
     let pys: string[] = [];
     try {
       pys = readdirSync(base).filter((e) => e.startsWith('python3'));

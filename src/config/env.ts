@@ -1,0 +1,80 @@
+/**
+ * Every environment variable moeserve reads, read here and nowhere else (eslint forbids
+ * `process.env` in src/ outside this file). Each call reads the environment afresh, so a
+ * test may set a variable for a child process; nothing is cached in module state. README's
+ * "Environment variables" table lists the same names.
+ */
+export type LibraryFile = 'cuda' | 'nvrtc' | 'cublas' | 'cublasLt' | 'nccl';
+
+export interface MoeserveEnv {
+  /** MOESERVE_KERNEL_DIR: the `.cu` sources (default: found above the module). */
+  readonly kernelDir: string | undefined;
+  /** MOESERVE_KERNEL_CACHE: compiled-kernel cache folder (default ~/.cache/moeserve/kernels). */
+  readonly kernelCache: string | undefined;
+  /** MOESERVE_CUDA_INCLUDE: the toolkit's include folder (cuda_bf16.h). */
+  readonly cudaInclude: string | undefined;
+  /** MOESERVE_CUDA_LIB_DIR: library folders, ':'-separated, searched first. */
+  readonly cudaLibDirs: readonly string[];
+  /** MOESERVE_LIB{CUDA,NVRTC,CUBLAS,CUBLASLT,NCCL}: a library's full path. */
+  readonly libraryFile: Readonly<Record<LibraryFile, string | undefined>>;
+  /** MOESERVE_CUDA_SKINNY=0 turns the small-M tensor-core GEMM path off (default on). */
+  readonly cudaSkinny: boolean;
+  /** MOESERVE_DEBUG: print stack traces on CLI errors. */
+  readonly debug: boolean;
+  /** MOESERVE_FAULT_INJECT="rank=R,step=S[,mode=throw|block]": rank-failure tests only. */
+  readonly faultInject: string | undefined;
+  /** MOESERVE_HANG_WATCHDOG_S: seconds a blocked rank waits on a lost peer (default 10). */
+  readonly hangWatchdogSeconds: number | undefined;
+  /** MOESERVE_CPU_MHZ: the clock bench:cpu assumes when the OS does not report one. */
+  readonly cpuMhz: number | undefined;
+  /** CUDA_HOME, CUDA_PATH: toolkit roots, in that order. */
+  readonly cudaRoots: readonly string[];
+  /** CUDA_VISIBLE_DEVICES: the GPUs this host's ranks are spread over. */
+  readonly cudaVisibleDevices: string | undefined;
+  /** HOME (default /root): for ~/.local python wheels. */
+  readonly home: string;
+}
+
+const LIB_VARS: Readonly<Record<LibraryFile, string>> = {
+  cuda: 'MOESERVE_LIBCUDA',
+  nvrtc: 'MOESERVE_LIBNVRTC',
+  cublas: 'MOESERVE_LIBCUBLAS',
+  cublasLt: 'MOESERVE_LIBCUBLASLT',
+  nccl: 'MOESERVE_LIBNCCL',
+};
+
+/** The variables as moeserve understands them; an empty string counts as unset. */
+export function readEnv(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): MoeserveEnv {
+  const str = (name: string): string | undefined => (env[name] ? env[name] : undefined);
+  const positive = (name: string): number | undefined => {
+    const n = Number(env[name]);
+    return env[name] && Number.isFinite(n) && n > 0 ? n : undefined;
+  };
+  const libraryFile = Object.fromEntries(
+    Object.entries(LIB_VARS).map(([lib, name]) => [lib, str(name)]),
+  ) as Record<LibraryFile, string | undefined>;
+  return {
+    kernelDir: str('MOESERVE_KERNEL_DIR'),
+    kernelCache: str('MOESERVE_KERNEL_CACHE'),
+    cudaInclude: str('MOESERVE_CUDA_INCLUDE'),
+    cudaLibDirs: (env['MOESERVE_CUDA_LIB_DIR'] ?? '').split(':').filter((d) => d.length > 0),
+    libraryFile,
+    cudaSkinny: env['MOESERVE_CUDA_SKINNY'] !== '0',
+    debug: Boolean(env['MOESERVE_DEBUG']),
+    faultInject: str('MOESERVE_FAULT_INJECT'),
+    hangWatchdogSeconds: positive('MOESERVE_HANG_WATCHDOG_S'),
+    cpuMhz: positive('MOESERVE_CPU_MHZ'),
+    cudaRoots: [str('CUDA_HOME'), str('CUDA_PATH')].filter((d): d is string => d !== undefined),
+    cudaVisibleDevices: str('CUDA_VISIBLE_DEVICES'),
+    home: str('HOME') ?? '/root',
+  };
+}
+
+/** The environment of a child process: this one's plus `extra`. */
+export function childEnv(extra: Readonly<Record<string, string>> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) out[k] = v;
+  return { ...out, ...extra };
+}
