@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GOLDEN_CASES, goldenCase } from '../../../test/golden-dir.js';
 import { openCheckpoint, type Checkpoint } from './checkpoint.js';
-import { modelTensors } from './model-tensors.js';
+import { modelTensors } from './weight-table.js';
 import { SafetensorsFile } from './safetensors-file.js';
 import { writeSafetensors } from './safetensors-writer.js';
 

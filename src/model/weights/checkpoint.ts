@@ -3,10 +3,11 @@ import { basename, join } from 'node:path';
 import { loadModelConfig, type ModelConfig } from '../../config/model-config.js';
 import { sameShape, shapeStr } from '../../tensor/shape.js';
 import type { HostTensor } from '../../tensor/tensor.js';
-import { canonicalName, SCALE_SUFFIX } from './canonical-name.js';
 import { applyBlockScales, blockRange, e8m0ToF32 } from './fp8-dequant.js';
-import { decodeToF32, type StDType } from './safetensors-dtype.js';
+import { decodeToF32, ST_DTYPE_BYTES, type StDType } from './safetensors-dtype.js';
 import { SafetensorsError, SafetensorsFile, type TensorEntry } from './safetensors-file.js';
+import { WeightNames, type Placement, type Resolved } from './weight-layouts.js';
+import { SCALE_SUFFIX, type WeightSpec } from './weight-table.js';
 
 export interface ReadOptions {
   /** The full shape the caller expects; checked before reading. */
@@ -24,7 +25,11 @@ export interface TensorInfo {
   readonly file: string;
   readonly dtype: StDType;
   readonly shape: readonly number[];
-  /** Absolute byte offset of element 0 in `file`. */
+  /**
+   * Absolute byte offset of element 0 in `file`. A tensor inside a fused one (rows of a
+   * `gate_up_proj`, one expert of a stacked tensor) is a contiguous run of rows: its own
+   * offset and shape describe it like any stored tensor.
+   */
   readonly offset: number;
   /** The raw name of the `weight_scale_inv` companion of an FP8 weight. */
   readonly scaleName?: string;
@@ -56,6 +61,8 @@ interface Located {
 
 interface Slot {
   readonly weight: Located;
+  /** Set when the stored tensor is fused: where this tensor sits in it. */
+  readonly at?: Placement;
   scale?: Located;
 }
 
@@ -67,7 +74,8 @@ export function openCheckpoint(dir: string): Checkpoint {
   const config = loadModelConfig(dir);
   const { files, located, source } = openFiles(dir);
   try {
-    return new SafetensorsCheckpoint(dir, config, files, buildSlots(located, config), source);
+    const names = new WeightNames(config);
+    return new SafetensorsCheckpoint(dir, config, files, buildSlots(located, names), source, names);
   } catch (e) {
     for (const f of files) f.close();
     throw e;
@@ -136,29 +144,45 @@ function openAll(paths: string[]): SafetensorsFile[] {
   return files;
 }
 
-function buildSlots(located: Located[], config: ModelConfig): Map<string, Slot> {
+function buildSlots(located: Located[], names: WeightNames): Map<string, Slot> {
   const slots = new Map<string, Slot>();
   const scales = new Map<string, Located>();
   for (const loc of located) {
-    const name = canonicalName(loc.raw, config);
-    if (name === null) continue;
-    if (name.endsWith(SCALE_SUFFIX)) {
-      scales.set(name.slice(0, -SCALE_SUFFIX.length), loc);
+    if (loc.raw.endsWith(SCALE_SUFFIX)) {
+      if (names.resolve(loc.raw) !== null) scales.set(loc.raw.slice(0, -SCALE_SUFFIX.length), loc);
       continue;
     }
-    const prev = slots.get(name);
-    if (prev) {
-      throw new SafetensorsError(
-        `${loc.file.path}: tensor "${loc.raw}" and "${prev.weight.raw}" (${prev.weight.file.path}) both map to "${name}"`,
-      );
+    for (const r of names.resolve(loc.raw) ?? []) {
+      const prev = slots.get(r.name);
+      if (prev) {
+        throw new SafetensorsError(
+          `${loc.file.path}: tensor "${loc.raw}" and "${prev.weight.raw}" (${prev.weight.file.path}) both map to "${r.name}"`,
+        );
+      }
+      if (r.at) checkFusedShape(loc, r, names);
+      slots.set(r.name, { weight: loc, ...(r.at ? { at: r.at } : {}) });
     }
-    slots.set(name, { weight: loc });
   }
-  for (const [name, loc] of scales) {
-    const slot = slots.get(name);
-    if (slot) slot.scale = loc;
+  for (const slot of slots.values()) {
+    const scale = scales.get(slot.weight.raw);
+    if (scale) slot.scale = scale;
   }
   return slots;
+}
+
+/** A fused tensor must have exactly the shape its parts' config sizes add up to. */
+function checkFusedShape(loc: Located, r: Resolved, names: WeightNames): void {
+  const e = loc.file.entry(loc.raw);
+  if (sameShape(e.shape, r.at!.rawShape)) return;
+  const spec = names.specs.get(r.name)!;
+  throw new SafetensorsError(
+    `${loc.file.path}: tensor "${loc.raw}" has shape ${shapeStr(e.shape)}, but config.json implies ${shapeStr(r.at!.rawShape)} (it holds ${r.name}: ${describe(spec)})`,
+  );
+}
+
+/** `[32, 64] (intermediate_size × hidden_size)`. */
+function describe(spec: WeightSpec): string {
+  return `${shapeStr(spec.shape)} (${spec.dims.join(' × ')})`;
 }
 
 class SafetensorsCheckpoint implements Checkpoint {
@@ -168,6 +192,7 @@ class SafetensorsCheckpoint implements Checkpoint {
     private readonly files: SafetensorsFile[],
     private readonly slots: ReadonlyMap<string, Slot>,
     private readonly source: string,
+    private readonly weightNames: WeightNames,
   ) {}
 
   has(name: string): boolean {
@@ -186,8 +211,7 @@ class SafetensorsCheckpoint implements Checkpoint {
       rawName: e.name,
       file: slot.weight.file.path,
       dtype: e.dtype,
-      shape: e.shape,
-      offset: e.offset,
+      ...this.extent(slot, name, e),
       ...(slot.scale ? { scaleName: slot.scale.raw } : {}),
     };
   }
@@ -197,19 +221,75 @@ class SafetensorsCheckpoint implements Checkpoint {
     const { file, raw } = slot.weight;
     const e = file.entry(raw);
     const label = raw === name ? `"${raw}"` : `"${raw}" (${name})`;
-    if (o.expectShape && !sameShape(e.shape, o.expectShape)) {
-      throw new SafetensorsError(
-        `${file.path}: tensor ${label} has shape ${shapeStr(e.shape)}, expected ${shapeStr(o.expectShape)}`,
-      );
-    }
+    if (o.expectShape) this.checkShape(slot, e, name, label, o.expectShape);
+    if (slot.at) return this.readPart(slot, this.weightNames.specs.get(name)!, e, label, o);
     const slice = { rows: o.rows, cols: o.cols };
     if (e.dtype !== 'F8_E4M3') return file.read(raw, slice);
-    if (!slot.scale) {
+    return this.dequantize(slot, e, label, o);
+  }
+
+  private checkShape(
+    slot: Slot,
+    e: TensorEntry,
+    name: string,
+    label: string,
+    want: readonly number[],
+  ): void {
+    // A fused tensor's shape was checked at open; its parts have the table's shapes.
+    const have = slot.at ? this.weightNames.specs.get(name)!.shape : e.shape;
+    if (sameShape(have, want)) return;
+    const spec = this.weightNames.specs.get(name);
+    const implied =
+      spec && sameShape(spec.shape, want)
+        ? `config.json implies ${describe(spec)}`
+        : `expected ${shapeStr(want)}`;
+    throw new SafetensorsError(
+      `${slot.weight.file.path}: tensor ${label} has shape ${shapeStr(have)}, ${implied}`,
+    );
+  }
+
+  /** Shape and byte offset of a stored tensor, or of the rows of a fused one it occupies. */
+  private extent(
+    slot: Slot,
+    name: string,
+    e: TensorEntry,
+  ): { shape: readonly number[]; offset: number } {
+    if (!slot.at) return { shape: e.shape, offset: e.offset };
+    const shape = this.weightNames.specs.get(name)!.shape;
+    const { index = 0, rowOffset, rawShape } = slot.at;
+    const rowsBefore = index * (rawShape.length === 3 ? rawShape[1]! : 0) + rowOffset;
+    return { shape, offset: e.offset + rowsBefore * shape[1]! * ST_DTYPE_BYTES[e.dtype] };
+  }
+
+  /** A tensor inside a fused one: rows offset in the stored matrix (of expert `index`). */
+  private readPart(
+    slot: Slot,
+    spec: WeightSpec,
+    e: TensorEntry,
+    label: string,
+    o: ReadOptions,
+  ): HostTensor {
+    const at = slot.at!;
+    const [R, C] = spec.shape as [number, number];
+    const [r0, rn] = o.rows ?? [0, R];
+    const rows: [number, number] = [at.rowOffset + r0, rn];
+    if (at.index === undefined) {
+      const part = { ...o, rows, expectShape: undefined };
+      if (e.dtype !== 'F8_E4M3') return slot.weight.file.read(slot.weight.raw, part);
+      return this.dequantize(slot, e, label, part);
+    }
+    if (e.dtype === 'F8_E4M3') {
       throw new SafetensorsError(
-        `${file.path}: F8_E4M3 tensor ${label} has no ${raw}${SCALE_SUFFIX} companion`,
+        `${slot.weight.file.path}: FP8 tensor ${label} is stacked over experts; moeserve reads FP8 experts one tensor per expert`,
       );
     }
-    return this.dequantize(slot.weight, e, slot.scale, label, o);
+    // [N, R', C] read as matrix `index`, rows `rows`; columns cut here (dim 2 on disk).
+    const t = slot.weight.file.read(slot.weight.raw, { rows: [at.index, 1], cols: rows });
+    if (!o.cols) return { shape: [rn, C], data: t.data };
+    const [c0, cn] = o.cols;
+    const data = new Float32Array(rn * cn);
+    for (let i = 0; i < rn; i++) data.set(t.data.subarray(i * C + c0, i * C + c0 + cn), i * cn);
+    return { shape: [rn, cn], data };
   }
 
   close(): void {
@@ -222,13 +302,13 @@ class SafetensorsCheckpoint implements Checkpoint {
     return slot;
   }
 
-  private dequantize(
-    weight: Located,
-    e: TensorEntry,
-    scaleLoc: Located,
-    label: string,
-    o: ReadOptions,
-  ): HostTensor {
+  private dequantize(slot: Slot, e: TensorEntry, label: string, o: ReadOptions): HostTensor {
+    const { weight, scale: scaleLoc } = slot;
+    if (!scaleLoc) {
+      throw new SafetensorsError(
+        `${weight.file.path}: F8_E4M3 tensor ${label} has no ${weight.raw}${SCALE_SUFFIX} companion`,
+      );
+    }
     const path = scaleLoc.file.path;
     const se = scaleLoc.file.entry(scaleLoc.raw);
     if (e.shape.length !== 2) {

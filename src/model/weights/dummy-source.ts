@@ -7,7 +7,7 @@ import { numel, sameShape, shapeStr } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { ReadOptions } from './checkpoint.js';
 import type { LoadProgress } from './load-progress.js';
-import { modelTensors, type ModelTensorSpec } from './model-tensors.js';
+import { modelTensors, type WeightSpec } from './weight-table.js';
 import { initOf } from './random-checkpoint.js';
 import { fnv1a } from './random-source.js';
 import type { LoadStats, WeightSource } from './weight-source.js';
@@ -20,7 +20,7 @@ import type { LoadStats, WeightSource } from './weight-source.js';
  * are the same on the CPU and CUDA backends, so a seeded dummy model is reproducible.
  */
 export class DummyWeightSource implements WeightSource {
-  private readonly specs: ReadonlyMap<string, ModelTensorSpec>;
+  private readonly specs: ReadonlyMap<string, WeightSpec>;
   private tensors = 0;
   private bytes = 0;
   private readonly t0 = performance.now();

@@ -6,7 +6,7 @@ import { loadModelConfig, parseModelConfig } from '../../config/model-config.js'
 import { bf16ToF32, F8E4M3_TABLE, f32ToBf16 } from '../../tensor/dtype.js';
 import { openCheckpoint } from './checkpoint.js';
 import { f32ToE4m3 } from './fp8-quantize.js';
-import { modelTensors } from './model-tensors.js';
+import { modelTensors } from './weight-table.js';
 import { writeRandomCheckpoint } from './random-checkpoint.js';
 import { PRESETS, withNumLayers } from './random-presets.js';
 

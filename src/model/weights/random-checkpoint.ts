@@ -1,11 +1,12 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { toHfNativeConfig } from '../../config/hf-native-config.js';
 import { parseModelConfig, type ModelConfig } from '../../config/model-config.js';
 import { numel } from '../../tensor/shape.js';
 import { INDEX_FILE, SINGLE_FILE } from './checkpoint.js';
-import { SCALE_SUFFIX } from './canonical-name.js';
 import { quantizeRows, type Fp8Format } from './fp8-quantize.js';
-import { modelTensors, type ModelTensorSpec } from './model-tensors.js';
+import { placement, type WeightLayout } from './weight-layouts.js';
+import { modelTensors, SCALE_SUFFIX, scaleShape, type WeightSpec } from './weight-table.js';
 import { RandomSource } from './random-source.js';
 import type { RawConfig } from './random-presets.js';
 import { SafetensorsWriter, tensorBytes, type TensorHeader } from './safetensors-writer.js';
@@ -18,6 +19,11 @@ export interface RandomCheckpointOptions {
   readonly outDir: string;
   /** Storage of the weights; routers and biases are always F32. Default bf16. */
   readonly dtype?: RandomDType;
+  /**
+   * Tensor names and config dialect (weight-layouts.ts); default `a`. The values do not depend
+   * on the layout: every layout of one seed holds the same model.
+   */
+  readonly layout?: WeightLayout;
   readonly seed?: number;
   /** Shard size limit in bytes (a single larger tensor gets a shard of its own). */
   readonly maxShardBytes?: number;
@@ -32,9 +38,12 @@ export interface RandomCheckpointResult {
   readonly config: ModelConfig;
 }
 
-/** A canonical tensor and the stored tensors it becomes (the weight, maybe its scales). */
+/**
+ * A stored tensor (the weight, maybe its scales) and the table tensors it holds in order:
+ * one, or the rows of a fused tensor (gate then up, expert after expert).
+ */
 interface Unit {
-  readonly spec: ModelTensorSpec;
+  readonly parts: readonly WeightSpec[];
   readonly headers: TensorHeader[];
   readonly bytes: number;
 }
@@ -51,9 +60,11 @@ const FP8_BLOCK: Readonly<Record<Fp8Format, readonly [number, number]>> = {
  */
 export function writeRandomCheckpoint(o: RandomCheckpointOptions): RandomCheckpointResult {
   const dtype = o.dtype ?? 'bf16';
-  const raw = withStorage(o.config, dtype);
-  const config = parseModelConfig(raw, 'init-random config');
-  const units = modelTensors(config).map((s) => toUnit(s, dtype));
+  const layout = o.layout ?? 'a';
+  const withDtype = withStorage(o.config, dtype);
+  const config = parseModelConfig(withDtype, 'init-random config');
+  const raw = layoutConfig(withDtype, config, layout);
+  const units = storedUnits(config, layout, dtype);
   const shards = splitShards(units, o.maxShardBytes ?? 4 * 2 ** 30);
   const totalBytes = units.reduce((n, u) => n + u.bytes, 0);
   mkdirSync(o.outDir, { recursive: true });
@@ -73,10 +84,12 @@ export function writeRandomCheckpoint(o: RandomCheckpointOptions): RandomCheckpo
     );
     try {
       for (const u of shard) {
-        writeUnit(w, u, dtype, o.seed ?? 0, (n) => {
-          written += n;
-          o.onProgress?.(written, totalBytes);
-        });
+        for (const spec of u.parts) {
+          writePart(w, spec, u, dtype, o.seed ?? 0, (n) => {
+            written += n;
+            o.onProgress?.(written, totalBytes);
+          });
+        }
       }
     } finally {
       w.close();
@@ -103,25 +116,65 @@ function withStorage(config: RawConfig, dtype: RandomDType): RawConfig {
   return out;
 }
 
-function toUnit(spec: ModelTensorSpec, dtype: RandomDType): Unit {
+/** The config.json a layout is written with: VL layouts wrap the text config. */
+function layoutConfig(raw: RawConfig, config: ModelConfig, layout: WeightLayout): RawConfig {
+  if (layout === 'hf-native' || layout === 'fused') return toHfNativeConfig(config);
+  if (layout !== 'vl' || raw['model_type'] === 'minimax_m3_vl') return raw;
+  const { quantization_config: q, torch_dtype: dt, ...text } = raw;
+  return {
+    architectures: ['MiniMaxM3SparseForConditionalGeneration'],
+    model_type: 'minimax_m3_vl',
+    torch_dtype: dt,
+    ...(q ? { quantization_config: q } : {}),
+    text_config: { ...text, torch_dtype: dt },
+  };
+}
+
+/** The stored tensors of `layout`, in checkpoint order, each with the table tensors it holds. */
+function storedUnits(config: ModelConfig, layout: WeightLayout, dtype: RandomDType): Unit[] {
+  const groups = new Map<
+    string,
+    { shape: readonly number[]; parts: { spec: WeightSpec; key: number }[] }
+  >();
+  for (const spec of modelTensors(config)) {
+    const at = placement(spec, layout, config.numExperts);
+    const g = groups.get(at.raw) ?? { shape: at.rawShape, parts: [] };
+    g.parts.push({ spec, key: (at.index ?? 0) * 2 + (at.rowOffset > 0 ? 1 : 0) });
+    groups.set(at.raw, g);
+  }
+  return [...groups].map(([name, g]) => {
+    const parts = g.parts.sort((a, b) => a.key - b.key).map((p) => p.spec);
+    if (parts.length > 1 && dtype !== 'bf16' && dtype !== 'f32')
+      throw new Error(
+        `init-random: layout "${layout}" stores fused tensors, which are not written as ${dtype}`,
+      );
+    return toUnit(name, g.shape, parts, dtype);
+  });
+}
+
+function toUnit(
+  name: string,
+  shape: readonly number[],
+  parts: WeightSpec[],
+  dtype: RandomDType,
+): Unit {
+  const spec = parts[0]!;
   let headers: TensorHeader[];
   if (spec.role === 'router' || spec.role === 'bias' || dtype === 'f32') {
-    headers = [{ name: spec.name, dtype: 'F32', shape: spec.shape }];
+    headers = [{ name, dtype: 'F32', shape }];
   } else if ((dtype === 'fp8' || dtype === 'mxfp8') && spec.quantizable) {
-    const [out, inn] = spec.shape as [number, number];
-    const [bo, bi] = FP8_BLOCK[dtype];
     headers = [
-      { name: spec.name, dtype: 'F8_E4M3', shape: spec.shape },
+      { name, dtype: 'F8_E4M3', shape },
       {
-        name: `${spec.name}${SCALE_SUFFIX}`,
+        name: `${name}${SCALE_SUFFIX}`,
         dtype: dtype === 'fp8' ? 'F32' : 'U8',
-        shape: [Math.ceil(out / bo), Math.ceil(inn / bi)],
+        shape: scaleShape(shape, FP8_BLOCK[dtype]),
       },
     ];
   } else {
-    headers = [{ name: spec.name, dtype: 'BF16', shape: spec.shape }];
+    headers = [{ name, dtype: 'BF16', shape }];
   }
-  return { spec, headers, bytes: headers.reduce((n, h) => n + tensorBytes(h), 0) };
+  return { parts, headers, bytes: headers.reduce((n, h) => n + tensorBytes(h), 0) };
 }
 
 function splitShards(units: Unit[], maxBytes: number): Unit[][] {
@@ -139,7 +192,7 @@ function splitShards(units: Unit[], maxBytes: number): Unit[][] {
 }
 
 /** Standard deviation and mean of a tensor's values, by role (Gemma norms store w of 1 + w). */
-export function initOf(spec: ModelTensorSpec): { std: number; mean: number } {
+export function initOf(spec: WeightSpec): { std: number; mean: number } {
   const fanIn = spec.shape[1] ?? 1;
   switch (spec.role) {
     case 'embedding':
@@ -153,16 +206,18 @@ export function initOf(spec: ModelTensorSpec): { std: number; mean: number } {
   }
 }
 
-function writeUnit(
+/** Writes one table tensor's values (its rows of the stored tensor `u`), seeded by its name. */
+function writePart(
   w: SafetensorsWriter,
+  spec: WeightSpec,
   u: Unit,
   dtype: RandomDType,
   seed: number,
   progress: (bytes: number) => void,
 ): void {
-  const rng = new RandomSource(seed, u.spec.name);
-  const { std, mean } = initOf(u.spec);
-  const shape = u.spec.shape;
+  const rng = new RandomSource(seed, spec.name);
+  const { std, mean } = initOf(spec);
+  const shape = spec.shape;
   const rows = shape.length > 1 ? shape[0]! : 1;
   const cols = numel(shape) / rows;
   const quant = u.headers.length > 1 ? (dtype as Fp8Format) : null;
@@ -173,7 +228,7 @@ function writeUnit(
   // BF16 weights come straight from the bf16 table: one pass, half the memory traffic.
   const buf = u.headers[0]!.dtype === 'BF16' ? new Uint16Array(len) : new Float32Array(len);
   const scales: (Float32Array | Uint8Array)[] = [];
-  const elemBytes = tensorBytes(u.headers[0]!) / numel(shape);
+  const elemBytes = tensorBytes(u.headers[0]!) / numel(u.headers[0]!.shape);
   for (let r = 0; r < rows; r += chunkRows) {
     const n = Math.min(chunkRows, rows - r);
     const part = buf.subarray(0, n * cols);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../../config/model-config.js';
-import { canonicalName } from './canonical-name.js';
+import { canonicalName } from './weight-layouts.js';
 
 // Layer 0 dense, layers 1-2 MoE.
 const config = parseModelConfig({
