@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -61,5 +61,31 @@ describe('moeserve init-random', () => {
     expect(ck.config.isVl).toBe(true);
     expect(ck.config.moeLayers).toEqual([false, true, true]);
     ck.close();
+  });
+
+  it('--layout hf-native writes the transformers 5.x dialect and names', async () => {
+    const out = join(tmp, 'hf');
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    await runCommand(initRandomCommand, [
+      '--config',
+      'tiny',
+      '--out',
+      out,
+      '--layout',
+      'hf-native',
+    ]);
+    expect(log.mock.calls[0]?.[0]).toMatch(/\(4 layers, bf16, layout hf-native\)/);
+    log.mockRestore();
+    const cfg = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    expect(cfg.text_config.model_type).toBe('minimax_m3_vl_text');
+    const ck = openCheckpoint(out);
+    expect(ck.config.dialect).toBe('hf-native');
+    expect(ck.info('model.layers.1.block_sparse_moe.experts.0.w1.weight').rawName).toBe(
+      'language_model.model.layers.1.block_sparse_moe.experts.0.w1.weight',
+    );
+    ck.close();
+    await expect(
+      runCommand(initRandomCommand, ['--config', 'tiny', '--out', out, '--layout', 'c']),
+    ).rejects.toThrow(/--layout must be one of a, b, vl, hf-native, fused/);
   });
 });

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeRandomCheckpoint, type RandomDType } from '../model/weights/random-checkpoint.js';
 import { PRESETS, withNumLayers, type RawConfig } from '../model/weights/random-presets.js';
+import { WEIGHT_LAYOUTS, type WeightLayout } from '../model/weights/weight-layouts.js';
 import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
 
 const DTYPES: readonly RandomDType[] = ['bf16', 'f32', 'fp8', 'mxfp8'];
@@ -31,7 +32,8 @@ export const initRandomCommand: Command = {
   name: 'init-random',
   summary:
     'Write a checkpoint with random weights (config.json + safetensors, sharded when large) for a preset or a config file.',
-  usage: '--config minimax-m3|tiny|FILE --out DIR [--num-layers N] [--dtype bf16]',
+  usage:
+    '--config minimax-m3|tiny|FILE --out DIR [--num-layers N] [--dtype bf16] [--layout a|b|vl|hf-native|fused]',
   options: {
     config: {
       type: 'string',
@@ -40,6 +42,12 @@ export const initRandomCommand: Command = {
     },
     out: { type: 'string', description: 'output directory', valueName: 'DIR' },
     dtype: { type: 'string', default: 'bf16', description: DTYPES.join(', ') },
+    layout: {
+      type: 'string',
+      default: 'a',
+      description:
+        'tensor names and config dialect: a (MiniMax), b (transformers per-expert), vl (b under model.language_model.), hf-native (transformers 5.x save_pretrained), fused (transformers gate_up_proj / stacked experts)',
+    },
     'num-layers': {
       type: 'string',
       description: 'decoder layers to keep (per-layer lists keep their first entries)',
@@ -57,6 +65,9 @@ export const initRandomCommand: Command = {
     const dtype = String(values['dtype']) as RandomDType;
     if (!DTYPES.includes(dtype))
       throw new UsageError(`--dtype must be one of ${DTYPES.join(', ')}`);
+    const layout = String(values['layout']) as WeightLayout;
+    if (!WEIGHT_LAYOUTS.includes(layout))
+      throw new UsageError(`--layout must be one of ${WEIGHT_LAYOUTS.join(', ')}`);
     let config = resolveConfig(requireString(values, 'config'));
     const numLayers = intOption(values, 'num-layers', 0);
     if (values['num-layers'] !== undefined) {
@@ -72,6 +83,7 @@ export const initRandomCommand: Command = {
       config,
       outDir: out,
       dtype,
+      layout,
       seed: intOption(values, 'seed', 0),
       maxShardBytes: shardGb * 1e9,
       onProgress: (written, total) => {
@@ -84,7 +96,7 @@ export const initRandomCommand: Command = {
     const secs = (performance.now() - start) / 1000;
     console.log(
       `init-random: wrote ${result.numTensors} tensors, ${formatGb(result.totalBytes)} in ` +
-        `${result.files.length} file(s) to ${out} (${result.config.numLayers} layers, ${dtype}) ` +
+        `${result.files.length} file(s) to ${out} (${result.config.numLayers} layers, ${dtype}${layout === 'a' ? '' : `, layout ${layout}`}) ` +
         `in ${secs.toFixed(1)} s (${(result.totalBytes / 1e9 / secs).toFixed(2)} GB/s)`,
     );
   },

@@ -160,6 +160,7 @@ function buildSlots(located: Located[], names: WeightNames): Map<string, Slot> {
         );
       }
       if (r.at) checkFusedShape(loc, r, names);
+      else if (!names.specs.has(r.name)) checkLayerKind(loc, r.name, names.config);
       slots.set(r.name, { weight: loc, ...(r.at ? { at: r.at } : {}) });
     }
   }
@@ -177,6 +178,24 @@ function checkFusedShape(loc: Located, r: Resolved, names: WeightNames): void {
   const spec = names.specs.get(r.name)!;
   throw new SafetensorsError(
     `${loc.file.path}: tensor "${loc.raw}" has shape ${shapeStr(e.shape)}, but config.json implies ${shapeStr(r.at!.rawShape)} (it holds ${r.name}: ${describe(spec)})`,
+  );
+}
+
+const LAYER_PART = /^model\.layers\.(\d+)\.(block_sparse_moe\.|mlp\.|self_attn\.index)/;
+
+/**
+ * A stored MLP, MoE or index tensor the table does not list means the config describes the
+ * layer differently (dense vs MoE, full vs MSA attention): an error naming both.
+ */
+function checkLayerKind(loc: Located, name: string, c: ModelConfig): void {
+  const m = LAYER_PART.exec(name);
+  if (!m) return;
+  const l = Number(m[1]);
+  const hf = c.dialect === 'hf-native';
+  const ffn = `${hf ? 'mlp_layer_types' : 'moe_layer_freq'}[${l}]: ${c.moeLayers[l] ? 'MoE' : 'dense'}`;
+  const attn = `${hf ? 'layer_types' : 'sparse_attention_freq'}[${l}]: ${c.sparseLayers[l] ? 'MSA' : 'full attention'}`;
+  throw new SafetensorsError(
+    `${loc.file.path}: tensor "${loc.raw}" does not fit layer ${l} as config.json describes it (${m[2] === 'self_attn.index' ? attn : ffn})`,
   );
 }
 

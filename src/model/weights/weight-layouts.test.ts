@@ -1,6 +1,15 @@
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseModelConfig } from '../../config/model-config.js';
-import { canonicalName } from './weight-layouts.js';
+import { openCheckpoint } from './checkpoint.js';
+import { writeRandomCheckpoint } from './random-checkpoint.js';
+import { PRESETS } from './random-presets.js';
+import { SafetensorsFile } from './safetensors-file.js';
+import { writeSafetensors, type TensorData } from './safetensors-writer.js';
+import { canonicalName, placement, WEIGHT_LAYOUTS, WeightNames } from './weight-layouts.js';
+import { modelTensors } from './weight-table.js';
 
 // Layer 0 dense, layers 1-2 MoE.
 const config = parseModelConfig({
@@ -90,4 +99,97 @@ describe('canonicalName', () => {
   for (const [raw, want] of cases) {
     it(`${raw} -> ${want}`, () => expect(canonicalName(raw, config)).toBe(want));
   }
+});
+
+describe('weight names in every layout', () => {
+  const tiny = parseModelConfig(PRESETS['tiny']!());
+  const names = new WeightNames(tiny);
+
+  it('every table tensor resolves back from its name in every layout', () => {
+    const specs = modelTensors(tiny);
+    // embed, norm, head; 8 per layer; 4 index tensors × 3 MSA layers; 3 dense; 3 MoE × 29.
+    expect(specs.length).toBe(3 + 4 * 8 + 3 * 4 + 3 + 3 * (2 + 8 * 3 + 3));
+    for (const layout of WEIGHT_LAYOUTS) {
+      const raws = new Set<string>();
+      for (const s of specs) {
+        const at = placement(s, layout, tiny.numExperts);
+        raws.add(at.raw);
+        const got = names.resolve(at.raw)!.find((r) => r.name === s.name);
+        expect(got, `${layout}: ${at.raw}`).toBeDefined();
+        if (got!.at) expect(got!.at.rowOffset).toBe(at.rowOffset);
+        else expect(canonicalName(at.raw, tiny)).toBe(s.name);
+      }
+      // One-to-one layouts store every tensor under its own name; fused ones share.
+      expect(raws.size < specs.length).toBe(layout === 'fused');
+    }
+  });
+
+  it('reads per-expert fused gate_up_proj tensors, with and without ".weight"', () => {
+    const at = names.resolve('model.language_model.layers.2.mlp.experts.5.gate_up_proj')!;
+    expect(at.map((r) => [r.name, r.at!.rowOffset, r.at!.rawShape])).toEqual([
+      ['model.layers.2.block_sparse_moe.experts.5.w1.weight', 0, [64, 64]],
+      ['model.layers.2.block_sparse_moe.experts.5.w3.weight', 32, [64, 64]],
+    ]);
+    expect(names.resolve('model.layers.2.mlp.experts.5.gate_up_proj.weight')).toEqual(at);
+    const stacked = names.resolve('language_model.model.layers.3.mlp.experts.down_proj.weight')!;
+    expect(stacked).toHaveLength(8);
+    expect(stacked[7]).toEqual({
+      name: 'model.layers.3.block_sparse_moe.experts.7.w2.weight',
+      at: {
+        raw: 'model.layers.3.mlp.experts.down_proj',
+        rawShape: [8, 64, 32],
+        index: 7,
+        rowOffset: 0,
+      },
+    });
+  });
+
+  it('a per-expert fused checkpoint reads the same values as layout B', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'moeserve-pef-'));
+    try {
+      const b = join(dir, 'b');
+      writeRandomCheckpoint({
+        config: PRESETS['tiny']!(),
+        outDir: b,
+        layout: 'b',
+        dtype: 'f32',
+        seed: 4,
+      });
+      const src = SafetensorsFile.open(join(b, 'model.safetensors'));
+      const out: TensorData[] = [];
+      for (const n of src.names()) {
+        const m = /^(.*\.experts\.\d+)\.(gate_proj|up_proj)\.weight$/.exec(n);
+        if (m?.[2] === 'up_proj') continue;
+        const t = src.read(n);
+        if (!m) {
+          out.push({ name: n, dtype: 'F32', shape: t.shape, data: t.data });
+          continue;
+        }
+        const up = src.read(`${m[1]}.up_proj.weight`).data;
+        const data = new Float32Array(t.data.length * 2);
+        data.set(t.data);
+        data.set(up, t.data.length);
+        out.push({
+          name: `${m[1]}.gate_up_proj`,
+          dtype: 'F32',
+          shape: [t.shape[0]! * 2, t.shape[1]!],
+          data,
+        });
+      }
+      src.close();
+      const f = join(dir, 'pef');
+      mkdirSync(f);
+      copyFileSync(join(b, 'config.json'), join(f, 'config.json'));
+      writeSafetensors(join(f, 'model.safetensors'), out);
+      const [cb, cf] = [openCheckpoint(b), openCheckpoint(f)];
+      for (const s of modelTensors(tiny)) {
+        const slice = { rows: [s.shape[0]! / 2, s.shape[0]! / 2] as [number, number] };
+        expect(cf.read(s.name, slice).data).toEqual(cb.read(s.name, slice).data);
+      }
+      cb.close();
+      cf.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
