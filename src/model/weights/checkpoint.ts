@@ -46,6 +46,11 @@ export interface Checkpoint {
   /** Storage details of a canonical tensor (throws when missing). */
   info(name: string): TensorInfo;
   /**
+   * Throws unless the tensor has shape `want`; the error names the file, the stored tensor
+   * and, when `want` is the table's shape, the config fields it comes from.
+   */
+  checkShape(name: string, want: readonly number[]): void;
+  /**
    * Reads a tensor dequantized to float32. `rows`/`cols` select a [start, count) slice of
    * dim 0 / dim 1 (for tensor parallelism: only that slice is read from disk). expectShape
    * (full shape) is checked when given.
@@ -240,20 +245,18 @@ class SafetensorsCheckpoint implements Checkpoint {
     const { file, raw } = slot.weight;
     const e = file.entry(raw);
     const label = raw === name ? `"${raw}"` : `"${raw}" (${name})`;
-    if (o.expectShape) this.checkShape(slot, e, name, label, o.expectShape);
+    if (o.expectShape) this.checkShape(name, o.expectShape);
     if (slot.at) return this.readPart(slot, this.weightNames.specs.get(name)!, e, label, o);
     const slice = { rows: o.rows, cols: o.cols };
     if (e.dtype !== 'F8_E4M3') return file.read(raw, slice);
     return this.dequantize(slot, e, label, o);
   }
 
-  private checkShape(
-    slot: Slot,
-    e: TensorEntry,
-    name: string,
-    label: string,
-    want: readonly number[],
-  ): void {
+  checkShape(name: string, want: readonly number[]): void {
+    const slot = this.slot(name);
+    const { file, raw } = slot.weight;
+    const e = file.entry(raw);
+    const label = raw === name ? `"${raw}"` : `"${raw}" (${name})`;
     // A fused tensor's shape was checked at open; its parts have the table's shapes.
     const have = slot.at ? this.weightNames.specs.get(name)!.shape : e.shape;
     if (sameShape(have, want)) return;

@@ -67,8 +67,8 @@ describe('every weight layout holds the same model', () => {
   for (const layout of WEIGHT_LAYOUTS.filter((l) => l !== 'a')) {
     it(`${layout}: forward logits and routes equal layout A's bit for bit`, async () => {
       const dir = write(layout);
-      const a = await runForward(loadModel(ref, { backend: new CpuBackend() }), IDS);
-      const b = await runForward(loadModel(dir, { backend: new CpuBackend() }), IDS);
+      const a = await runForward(await loadModel(ref, { backend: new CpuBackend() }), IDS);
+      const b = await runForward(await loadModel(dir, { backend: new CpuBackend() }), IDS);
       expect(Object.keys(b.routedExperts)).toEqual(['1', '2', '3']);
       expect(b.routedExperts).toEqual(a.routedExperts);
       expect(b.logits.length).toBe(IDS.length);
@@ -111,7 +111,7 @@ describe('every weight layout holds the same model', () => {
 });
 
 describe('a checkpoint that disagrees with its config', () => {
-  it('names the stored tensor and the config fields', () => {
+  it('names the stored tensor and the config fields', async () => {
     const dir = write('fused');
     const cfgPath = join(dir, 'config.json');
     const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
@@ -126,7 +126,7 @@ describe('a checkpoint that disagrees with its config', () => {
     const c2 = JSON.parse(readFileSync(hfPath, 'utf8'));
     c2.text_config.dense_intermediate_size = 64;
     writeFileSync(hfPath, JSON.stringify(c2));
-    expect(() => loadModel(hf, { backend: new CpuBackend() })).toThrow(
+    await expect(loadModel(hf, { backend: new CpuBackend() })).rejects.toThrow(
       /"language_model\.model\.layers\.0\.mlp\.gate_proj\.weight" \(model\.layers\.0\.mlp\.gate_proj\.weight\) has shape \[96, 64\], config\.json implies \[64, 64\] \(dense_intermediate_size × hidden_size\)/,
     );
   });
