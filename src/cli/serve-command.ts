@@ -23,11 +23,13 @@ import {
   outputParsers,
   PARSER_NAMES,
 } from '../server/text-adapters.js';
+import { readEnv } from '../config/env.js';
 import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
 import { intOption, UsageError, type Command } from './command.js';
 import { LOAD_OPTIONS, loadFormatOption, stderrLoadProgress } from './load-options.js';
 import { openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
+import { SERVE_LIMITS_OPTIONS, serveLimits } from './serve-limits-options.js';
 
 /** The model `npm start` serves: bundled with the package (see the tiny-model issue). */
 export const BUNDLED_MODEL_DIR = fileURLToPath(
@@ -48,6 +50,8 @@ export interface EngineFactoryOptions {
   readonly loadFormat?: LoadFormat;
   /** Load progress and summary (the serve command shows them on stderr). */
   readonly progress?: LoadProgress;
+  /** No tokenizer.json is expected: bytes are token ids, without the missing-file warning. */
+  readonly skipTokenizerInit?: boolean;
   /** A runner built elsewhere (rank 0 of a --tp group); otherwise one is loaded on `backend`. */
   readonly runner?: ModelRunner;
 }
@@ -107,7 +111,13 @@ export async function createEngineFromModelDir(
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
   });
   const cfg = readTokenizerConfig(dir);
-  const tokenizer = existsSync(join(dir, 'tokenizer.json'))
+  const hasTokenizer = existsSync(join(dir, 'tokenizer.json'));
+  if (!hasTokenizer && !o.skipTokenizerInit)
+    console.error(
+      `moeserve: warning: ${join(dir, 'tokenizer.json')} is missing; text is read as bytes ` +
+        '(token id = byte). Pass --skip-tokenizer-init to say this is intended.',
+    );
+  const tokenizer = hasTokenizer
     ? adaptTokenizer(loadTokenizer(dir))
     : byteTokenizer(runner.vocabSize, runner.eosTokenIds[0] ?? -1);
   const tokens = {
@@ -156,8 +166,14 @@ function optionalInt(values: Record<string, unknown>, name: string): number | un
   return n;
 }
 
-/** Stops on SIGTERM/SIGINT: no new requests, in-flight ones finish, then the engine stops. */
-function untilShutdown(close: () => Promise<void>): Promise<number> {
+/**
+ * Stops on SIGTERM/SIGINT: new requests get 503, in-flight ones may finish for the drain
+ * time, then the engine stops. A second signal exits at once; so does a shutdown that
+ * overruns the drain time by ENGINE_STOP_GRACE_MS (an engine step that never returns).
+ */
+const ENGINE_STOP_GRACE_MS = 10_000;
+
+function untilShutdown(drainMs: number, close: () => Promise<void>): Promise<number> {
   return new Promise((done) => {
     let stopping = false;
     const stop = (sig: string) => {
@@ -166,7 +182,11 @@ function untilShutdown(close: () => Promise<void>): Promise<number> {
         process.exit(1);
       }
       stopping = true;
-      console.error(`moeserve: ${sig}, finishing requests in flight`);
+      console.error(`moeserve: ${sig}, finishing requests in flight (at most ${drainMs / 1000} s)`);
+      setTimeout(() => {
+        console.error('moeserve: shutdown overran its time, exiting now');
+        process.exit(1);
+      }, drainMs + ENGINE_STOP_GRACE_MS).unref();
       close().then(
         () => done(0),
         (e: unknown) => {
@@ -175,8 +195,9 @@ function untilShutdown(close: () => Promise<void>): Promise<number> {
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    // `on`, not `once`: the second signal must reach the handler, not Node's default kill.
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
 }
 
@@ -197,11 +218,6 @@ export const serveCommand: Command = {
       description:
         'the `model` clients send (default: the directory name; moeserve-tiny-m3 for the default model)',
       valueName: 'NAME',
-    },
-    'api-key': {
-      type: 'string',
-      description: 'require "Authorization: Bearer KEY" on /v1/* and the cache-flush routes',
-      valueName: 'KEY',
     },
     'max-concurrent-requests': {
       type: 'string',
@@ -252,9 +268,15 @@ export const serveCommand: Command = {
     'num-pages': { type: 'string', description: 'KV-cache pages to allocate', valueName: 'N' },
     'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
     ...LOAD_OPTIONS,
+    'skip-tokenizer-init': {
+      type: 'boolean',
+      description: 'serve without tokenizer.json (bytes as token ids), with no warning',
+    },
+    ...SERVE_LIMITS_OPTIONS,
     ...PARALLEL_OPTIONS,
   },
   async run(values) {
+    const limits = serveLimits(values, readEnv().apiKey);
     const { dir, name } = resolveModelDir(values['model']);
     const parsers = outputParsers({
       reasoning: parserOption(values, 'reasoning-parser'),
@@ -283,6 +305,7 @@ export const serveCommand: Command = {
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
       loadFormat,
       progress: stderrLoadProgress(),
+      skipTokenizerInit: values['skip-tokenizer-init'] === true,
       ...(dist && { runner: dist.runner }),
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;
@@ -292,7 +315,7 @@ export const serveCommand: Command = {
       parsers,
       logger: values['log-requests'] === true,
       options: {
-        apiKey: (values['api-key'] as string | undefined) ?? null,
+        ...limits,
         maxConcurrentRequests: intOption(
           values,
           'max-concurrent-requests',
@@ -316,8 +339,9 @@ export const serveCommand: Command = {
       await dist.group.abort();
       process.exit(1);
     });
-    return untilShutdown(async () => {
-      await app.close();
+    const drainMs = limits.shutdownTimeoutMs ?? DEFAULT_SERVER_OPTIONS.shutdownTimeoutMs;
+    return untilShutdown(drainMs, async () => {
+      await app.drainAndClose(drainMs);
       await serving.engine.shutdown();
     });
   },

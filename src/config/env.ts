@@ -33,6 +33,8 @@ export interface MoeserveEnv {
   readonly cudaVisibleDevices: string | undefined;
   /** HOME (default /root): for ~/.local python wheels. */
   readonly home: string;
+  /** MOESERVE_API_KEY: the server's API key (vLLM: VLLM_API_KEY); set but empty is an error. */
+  readonly apiKey: string | undefined;
 }
 
 const LIB_VARS: Readonly<Record<LibraryFile, string>> = {
@@ -69,6 +71,7 @@ export function readEnv(
     cudaRoots: [str('CUDA_HOME'), str('CUDA_PATH')].filter((d): d is string => d !== undefined),
     cudaVisibleDevices: str('CUDA_VISIBLE_DEVICES'),
     home: str('HOME') ?? '/root',
+    apiKey: env['MOESERVE_API_KEY'],
   };
 }
 

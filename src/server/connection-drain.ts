@@ -18,6 +18,13 @@ export class ConnectionDrain {
     });
   }
 
+  /** Requests whose response has not closed yet, over all connections. */
+  get inFlight(): number {
+    let n = 0;
+    for (const open of this.sockets.values()) n += open;
+    return n;
+  }
+
   requestStarted(socket: Socket): void {
     this.sockets.set(socket, (this.sockets.get(socket) ?? 0) + 1);
   }
@@ -33,5 +40,10 @@ export class ConnectionDrain {
   drain(): void {
     this.draining = true;
     for (const [socket, open] of this.sockets) if (open === 0) socket.destroy();
+  }
+
+  /** Closes every connection, busy or not (their requests are aborted). */
+  destroyAll(): void {
+    for (const socket of this.sockets.keys()) socket.destroy();
   }
 }

@@ -93,8 +93,56 @@ export function toApiError(e: unknown, bodyLimit: number): ApiError {
   const status = fe.statusCode ?? 500;
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return bodyTooLarge(bodyLimit);
   if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415)
-    return new ApiError(415, fe.message ?? 'Unsupported media type', 'invalid_request_error');
+    return new ApiError(
+      415,
+      'The request body must be JSON: send "Content-Type: application/json".',
+      'invalid_request_error',
+      null,
+      'unsupported_media_type',
+    );
+  if (fe.code === 'FST_ERR_BAD_URL')
+    return new ApiError(400, 'The request URL is malformed.', 'invalid_request_error');
   if (status >= 400 && status < 500)
     return new ApiError(status, fe.message ?? 'Bad request', 'invalid_request_error');
   return serverError(`Internal server error: ${fe.message ?? String(e)}`);
+}
+
+/** Node's HTTP parser errors (before any route runs) → status, as node:http would answer them. */
+function clientErrorStatus(code: string | undefined): number {
+  if (code === 'HPE_HEADER_OVERFLOW') return 431;
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  return 400;
+}
+
+const CLIENT_ERROR_TEXT: Record<number, string> = {
+  400: 'The HTTP request is malformed.',
+  408: 'The request was not received in time.',
+  431: 'The request headers are too large.',
+};
+
+/**
+ * fastify's `clientErrorHandler`: answers a request the HTTP parser refused (bad request line,
+ * headers too large, too slow) with the OpenAI error shape, then closes the connection.
+ */
+export function clientErrorHandler(
+  err: Error & { code?: string },
+  socket: import('node:net').Socket,
+): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = clientErrorStatus(err.code);
+  const body = JSON.stringify(
+    new ApiError(status, CLIENT_ERROR_TEXT[status]!, 'invalid_request_error').toBody(),
+  );
+  const reason = {
+    400: 'Bad Request',
+    408: 'Request Timeout',
+    431: 'Request Header Fields Too Large',
+  }[status];
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -3,13 +3,47 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyReply } from 'fastify';
 import type { GenerateRequest } from '../engine/engine-types.js';
 import type { LogitsConstraint } from '../engine/logits-constraint.js';
+import { type AdmissionRequest, checkRequestSize } from './admission.js';
 import { ApiError, badRequest, modelNotFound, tooManyRequests } from './errors.js';
 import type { SamplingRequest, Usage } from './openai/types.js';
 import type { ChoiceFinishReason, ChoiceSpec } from './run-choice.js';
 import type { ServerContext } from './server-context.js';
+import { watchStall } from './timeouts.js';
+
+/** The choice cap, checked before any tokenizing (the whole admission check runs later). */
+export function checkChoiceCount(ctx: ServerContext, choices: number): void {
+  checkRequestSize(
+    { choices, maxTokens: 1, logprobs: null, routedExperts: false, buffered: false },
+    ctx.options,
+  );
+}
 
 export function checkModel(ctx: ServerContext, model: string | undefined): void {
   if (model !== undefined && model !== ctx.modelName) throw modelNotFound(model);
+}
+
+/**
+ * Refuses text that must be over the context limit, before tokenizing it: a token covers at
+ * most `maxCharsPerToken` UTF-16 units, so a longer text has more than maxModelLen tokens.
+ * Tokenizing is linear but synchronous; this keeps a 30 MiB prompt from holding the event
+ * loop (and the word cache) for seconds only to be refused afterwards.
+ */
+export function checkTextLength(
+  ctx: ServerContext,
+  text: string,
+  where: 'messages' | 'prompt',
+  param: string = where,
+): void {
+  const per = ctx.tokenizer.maxCharsPerToken;
+  const limit = ctx.engine.maxModelLen;
+  if (per === null || text.length <= limit * per) return;
+  throw badRequest(
+    `This model's maximum context length is ${limit} tokens. However, your ${where} has ` +
+      `${text.length} characters, which is at least ${Math.ceil(text.length / per)} tokens. ` +
+      `Please reduce the length of the ${where}.`,
+    param,
+    'context_length_exceeded',
+  );
 }
 
 /**
@@ -96,6 +130,8 @@ export interface Generation {
   readonly signal: AbortSignal;
   /** Seconds since the request arrived. */
   elapsed(): number;
+  /** Registers a choice; if the response closes before it finishes, it is counted as aborted. */
+  track(clock: ChoiceClock): void;
 }
 
 /**
@@ -103,37 +139,64 @@ export interface Generation {
  * response: when the response closes, finished or not, the slot is freed and any engine work
  * still running for it is aborted (a client that disconnects stops its generation).
  */
-export function beginGeneration(ctx: ServerContext, reply: FastifyReply): Generation {
+export function beginGeneration(
+  ctx: ServerContext,
+  reply: FastifyReply,
+  admission: AdmissionRequest,
+): Generation {
+  checkRequestSize(admission, ctx.options);
   // Gone before we got here: its 'close' has fired already and would never free the slot.
   if (reply.raw.destroyed || reply.raw.socket?.destroyed)
     throw new ApiError(499, 'The client closed the request.', 'invalid_request_error');
-  if (!ctx.limiter.tryAcquire()) throw tooManyRequests(ctx.limiter.limit);
+  if (ctx.limiter.inUse >= ctx.limiter.limit) throw tooManyRequests(ctx.limiter.limit);
+  ctx.sequences.acquire(admission.choices);
+  ctx.limiter.tryAcquire();
   const t0 = performance.now();
   const ac = new AbortController();
+  const clocks: ChoiceClock[] = [];
   ctx.metrics.generationStarted();
+  watchStall(reply.raw, ctx.options.stallTimeoutMs);
   reply.raw.once('close', () => {
     ctx.limiter.release();
+    ctx.sequences.release(admission.choices);
     ctx.metrics.generationEnded();
     ac.abort(new Error('response closed'));
+    for (const c of clocks) c.finish('abort', c.tokensSeen);
   });
-  return { signal: ac.signal, elapsed: () => (performance.now() - t0) / 1000 };
+  return {
+    signal: ac.signal,
+    elapsed: () => (performance.now() - t0) / 1000,
+    track: (clock) => void clocks.push(clock),
+  };
 }
 
-/** Per-choice timing for the TTFT/TPOT/e2e histograms. */
+/** Per-choice timing for the TTFT/TPOT/e2e histograms, and the choice's finish count. */
 export class ChoiceClock {
   private firstToken: number | null = null;
+  private seen = 0;
+  private finished = false;
 
   constructor(
     private readonly ctx: ServerContext,
     private readonly gen: Generation,
-  ) {}
+  ) {
+    gen.track(this);
+  }
+
+  /** Engine tokens received so far (what an abort counts as generated). */
+  get tokensSeen(): number {
+    return this.seen;
+  }
 
   tokens(count: number): void {
+    this.seen += count;
     if (count > 0 && this.firstToken === null) this.firstToken = this.gen.elapsed();
   }
 
-  /** `reason` is a finish reason, or "error" for a choice the engine failed. */
+  /** `reason` is a finish reason, or "error" for a choice the engine failed. Counted once. */
   finish(reason: ChoiceFinishReason | 'error', completionTokens: number): void {
+    if (this.finished) return;
+    this.finished = true;
     this.ctx.metrics.choiceDone({
       ttft: this.firstToken,
       e2e: this.gen.elapsed(),

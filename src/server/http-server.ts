@@ -1,8 +1,12 @@
-import { timingSafeEqual } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Engine } from '../engine/engine-types.js';
 import { ConnectionDrain } from './connection-drain.js';
-import { ApiError, badRequest, routeNotFound, toApiError, unauthorized } from './errors.js';
+import { SequenceLimiter } from './admission.js';
+import { checkApiKey } from './auth.js';
+import { ApiError, badRequest, clientErrorHandler, routeNotFound, toApiError } from './errors.js';
+import { installGracefulShutdown, type ShutdownState } from './graceful-shutdown.js';
+import { checkOrigin } from './origin-check.js';
+import { timedServerFactory } from './timeouts.js';
 import { registerChatCompletions } from './openai/chat-completions.js';
 import { registerCompletions } from './openai/completions.js';
 import { registerModels } from './openai/models.js';
@@ -27,10 +31,18 @@ export interface CreateServerArgs {
   readonly logger?: boolean;
 }
 
-/** JSON bodies whatever the content type says, so `curl -d '{...}'` works without -H. */
+/**
+ * JSON bodies only (`application/json`, `application/*+json`): any other content type gets a
+ * 415. A browser can send text/plain or form bodies cross-site without a CORS preflight, so
+ * parsing those as JSON would let any web page drive the API.
+ */
 function installJsonParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+  const parse = (
+    _req: unknown,
+    body: string | Buffer,
+    done: (e: Error | null, v?: unknown) => void,
+  ) => {
     const text = String(body);
     if (text.trim() === '')
       return done(badRequest('The request body is empty; send a JSON object.'));
@@ -39,24 +51,20 @@ function installJsonParser(app: FastifyInstance): void {
     } catch (e) {
       done(badRequest(`The request body is not valid JSON: ${(e as Error).message}`));
     }
-  });
+  };
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
+  app.addContentTypeParser(/^application\/[\w.-]+\+json$/i, { parseAs: 'string' }, parse);
 }
 
 /** The cache-flush routes of SGLang and vLLM, which benchmark clients call between runs. */
 const ADMIN_ROUTES = ['/flush_cache', '/reset_prefix_cache'];
 
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Hooks every request: refuse while closing, check the API key on /v1, count it when done. */
+/** Hooks every request: refuse while closing, check origin and API key, count it when done. */
 function installHooks(
   app: FastifyInstance,
   ctx: ServerContext,
   drain: ConnectionDrain,
-  closing: () => boolean,
+  state: ShutdownState,
 ): void {
   app.addHook('onRequest', async (request, reply) => {
     const endpoint = request.routeOptions.url ?? 'unmatched';
@@ -67,7 +75,7 @@ function installHooks(
       ctx.metrics.requestDone(endpoint, reply.raw.writableFinished ? reply.raw.statusCode : 499);
       drain.requestEnded(socket);
     });
-    if (closing()) {
+    if (state.closing) {
       reply.header('connection', 'close');
       throw new ApiError(
         503,
@@ -77,12 +85,8 @@ function installHooks(
         'shutting_down',
       );
     }
-    const key = ctx.options.apiKey;
-    if (key === null || !(request.url.startsWith('/v1/') || ADMIN_ROUTES.includes(request.url)))
-      return;
-    const auth = request.headers.authorization ?? '';
-    const given = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length).trim() : '';
-    if (!sameSecret(given, key)) throw unauthorized();
+    checkOrigin(request, ctx.options.apiKey, ctx.options.allowedOrigins);
+    checkApiKey(request, ctx.options.apiKey);
   });
 }
 
@@ -96,9 +100,11 @@ function buildContext(args: CreateServerArgs, options: ServerOptions): ServerCon
     options,
     metrics: new ServerMetrics(args.engine, options.processMetrics),
     limiter: new ConcurrencyLimiter(options.maxConcurrentRequests),
+    sequences: new SequenceLimiter(options.maxPendingSeqs),
     validation: {
       vocabSize: args.tokenizer.vocabSize,
       allowRoutedExperts: options.returnRoutedExperts,
+      maxStopStringChars: options.maxStopStringChars,
     },
     startedAt: Math.floor(Date.now() / 1000),
   };
@@ -111,30 +117,39 @@ function buildContext(args: CreateServerArgs, options: ServerOptions): ServerCon
  */
 export function createServer(args: CreateServerArgs): FastifyInstance {
   const options: ServerOptions = { ...DEFAULT_SERVER_OPTIONS, ...args.options };
+  if (options.apiKey !== null && options.apiKey.trim() === '')
+    throw new Error('createServer: the API key is empty (pass null for no key)');
   const app = Fastify({
     logger: args.logger ?? false,
     bodyLimit: options.bodyLimitBytes,
     // We answer 503 ourselves, in the OpenAI error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    serverFactory: timedServerFactory(options),
+    // Malformed URLs and HTTP parse errors get the OpenAI error shape too.
+    frameworkErrors: (err, _request, reply) => {
+      const e = toApiError(err, options.bodyLimitBytes);
+      void (reply as FastifyReply).status(e.status).send(e.toBody());
+    },
+    clientErrorHandler: clientErrorHandler,
   });
   const ctx = buildContext(args, options);
   const drain = new ConnectionDrain(app.server);
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-    drain.drain();
-  });
+  const state: ShutdownState = { closing: false };
+  installGracefulShutdown(app, state, drain, options.shutdownTimeoutMs);
   installJsonParser(app);
-  app.setErrorHandler(async (err, _request, reply) => {
+  app.setErrorHandler(async (err, request, reply) => {
     const e = toApiError(err, options.bodyLimitBytes);
-    if (e.status >= 500) app.log.error(err);
+    if (e.status >= 500) {
+      options.logError(`moeserve: ${request.method} ${request.url} -> ${e.status}: ${e.message}`);
+      app.log.error(err);
+    }
     return reply.status(e.status).send(e.toBody());
   });
   app.setNotFoundHandler(async (request, reply) => {
     return reply.status(404).send(routeNotFound(request.method, request.url).toBody());
   });
-  installHooks(app, ctx, drain, () => closing);
+  installHooks(app, ctx, drain, state);
   registerChatCompletions(app, ctx);
   registerCompletions(app, ctx);
   registerModels(app, ctx);

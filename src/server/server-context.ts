@@ -1,3 +1,4 @@
+import type { SequenceLimiter } from './admission.js';
 import type { Engine } from '../engine/engine-types.js';
 import type { ValidationContext } from './openai/validate.js';
 import type { ChatRenderer, OutputParsers, ServerTokenizer } from './server-deps.js';
@@ -35,6 +36,8 @@ export interface ServerContext {
   readonly options: ServerOptions;
   readonly metrics: ServerMetrics;
   readonly limiter: ConcurrencyLimiter;
+  /** Engine sequences (choices) in flight, against --max-pending-seqs. */
+  readonly sequences: SequenceLimiter;
   readonly validation: ValidationContext;
   /** Unix seconds, reported as `created` of the model. */
   readonly startedAt: number;

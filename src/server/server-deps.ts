@@ -14,7 +14,15 @@ export interface StreamDecoder {
 
 export interface ServerTokenizer {
   readonly vocabSize: number;
-  encode(text: string, opts: { addSpecialTokens: boolean }): number[];
+  /**
+   * `parseSpecialTokens: false` reads special-token strings as plain text (for text a client
+   * wrote, which must not forge the chat format's markers); the default reads them as tokens.
+   */
+  encode(text: string, opts: { addSpecialTokens: boolean; parseSpecialTokens?: boolean }): number[];
+  /** Most UTF-16 units one token can cover (a length check before tokenizing); null: unknown. */
+  readonly maxCharsPerToken: number | null;
+  /** The strings of the special tokens (turn markers and the like). */
+  readonly specialTokens: readonly string[];
   decode(ids: readonly number[], opts: { skipSpecialTokens: boolean }): string;
   createDecoder(opts: { skipSpecialTokens: boolean }): StreamDecoder;
 }

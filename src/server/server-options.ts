@@ -14,6 +14,28 @@ export interface ServerOptions {
   readonly samplingDefaults: SamplingParams;
   /** Collect Node process metrics (RSS, heap, event loop lag) into /metrics. */
   readonly processMetrics: boolean;
+  /** Origins a keyless server accepts (--allowed-origins); empty: loopback ones; "*": any. */
+  readonly allowedOrigins: readonly string[];
+  /** Most choices (prompts × n) in one request. */
+  readonly maxChoicesPerRequest: number;
+  /** Most engine sequences (choices) in flight over all requests; more get a 429. */
+  readonly maxPendingSeqs: number;
+  /** Bound on the server memory one request's answer may need (estimated at admission). */
+  readonly maxRequestMemoryBytes: number;
+  /** Longest stop string, in characters. */
+  readonly maxStopStringChars: number;
+  /** Time to receive a request's headers. */
+  readonly headersTimeoutMs: number;
+  /** Time to receive a whole request (headers and body). */
+  readonly requestTimeoutMs: number;
+  /** Idle keep-alive connections close after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** A response whose client stops reading for this long is closed (its generation aborted). */
+  readonly stallTimeoutMs: number;
+  /** How long a graceful shutdown waits for requests in flight before cutting them off. */
+  readonly shutdownTimeoutMs: number;
+  /** Where server errors (5xx) are reported whether or not request logging is on. */
+  readonly logError: (line: string) => void;
 }
 
 /** OpenAI's defaults: temperature 1, everything else off. */
@@ -35,4 +57,15 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = Object.freeze({
   returnRoutedExperts: false,
   samplingDefaults: OPENAI_SAMPLING_DEFAULTS,
   processMetrics: true,
+  allowedOrigins: [],
+  maxChoicesPerRequest: 128,
+  maxPendingSeqs: 1024,
+  maxRequestMemoryBytes: 512 * 2 ** 20,
+  maxStopStringChars: 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  stallTimeoutMs: 60_000,
+  shutdownTimeoutMs: 30_000,
+  logError: (line: string) => console.error(line),
 });

@@ -17,8 +17,11 @@ export const PARSER_NAMES = ['minimax-m3'] as const;
  */
 export function adaptTokenizer(tok: Tokenizer): ServerTokenizer {
   const keepIds = parserMarkerIds(tok);
+  const specialTokens = [...tok.specialIds].flatMap((id) => tok.idToToken(id) ?? []);
   return {
     vocabSize: tok.vocabSize,
+    maxCharsPerToken: tok.maxCharsPerToken,
+    specialTokens,
     encode: (text, o) => tok.encode(text, o),
     decode: (ids, o) => tok.decode(ids, o),
     createDecoder: (o) =>
@@ -37,6 +40,8 @@ export function byteTokenizer(vocabSize: number, eosId: number): ServerTokenizer
     Uint8Array.from(ids.filter((id) => id < 256 && !(skip && id === eosId)));
   const self: ServerTokenizer = {
     vocabSize,
+    maxCharsPerToken: 1, // one token per UTF-8 byte, and a UTF-16 unit is at least one byte
+    specialTokens: [],
     encode: (s) => [...new TextEncoder().encode(s)],
     decode: (ids, o) => text.decode(bytes(ids, o.skipSpecialTokens)),
     createDecoder: (o): StreamDecoder => {

@@ -32,6 +32,12 @@ interface TokenizerJson {
   };
 }
 
+/** Words longer than this are not cached. */
+const MAX_CACHED_WORD_CHARS = 256;
+/** The word cache's budget (estimated: UTF-16 key, ids, Map entry). */
+const WORD_CACHE_BYTES = 16 * 2 ** 20;
+const CACHE_ENTRY_OVERHEAD = 96;
+
 /** Byte-level BPE tokenizer built from a HuggingFace tokenizer.json (GPT-2/Llama-3/Qwen family). */
 export class BpeTokenizer implements Tokenizer {
   readonly vocabSize: number;
@@ -45,8 +51,12 @@ export class BpeTokenizer implements Tokenizer {
   private readonly preTokenize: PreTokenizer;
   private readonly postProcess: PostProcessor;
   private readonly model: BpeModel;
-  // Ids per pre-tokenized word: natural text repeats words, so most lookups hit.
+  // Ids per pre-tokenized word: natural text repeats words, so most lookups hit. Bounded in
+  // bytes, not entries: a few huge "words" must not fill the heap.
   private readonly wordCache = new Map<string, readonly number[]>();
+  private wordCacheBytes = 0;
+  private readonly nonSpecialMatcher: AddedTokenMatcher;
+  readonly maxCharsPerToken: number | null;
 
   /**
    * @param json parsed tokenizer.json
@@ -73,6 +83,10 @@ export class BpeTokenizer implements Tokenizer {
     this.specialIds = new Set([...this.added.values()].filter((t) => t.special).map((t) => t.id));
     this.vocabSize = this.idToTokenTable.length;
     this.matcher = new AddedTokenMatcher([...this.added.values()]);
+    this.nonSpecialMatcher = new AddedTokenMatcher(
+      [...this.added.values()].filter((t) => !t.special),
+    );
+    this.maxCharsPerToken = this.charsPerTokenBound(j.normalizer);
     this.normalize = buildNormalizer(j.normalizer);
     this.preTokenize = buildPreTokenizer(j.pre_tokenizer);
     this.postProcess = buildPostProcessor(j.post_processor);
@@ -85,7 +99,8 @@ export class BpeTokenizer implements Tokenizer {
 
   encode(text: string, o: EncodeOptions = {}): number[] {
     const ids: number[] = [];
-    for (const seg of this.matcher.split(text)) {
+    const matcher = (o.parseSpecialTokens ?? true) ? this.matcher : this.nonSpecialMatcher;
+    for (const seg of matcher.split(text)) {
       if ('id' in seg) {
         ids.push(seg.id);
         continue;
@@ -101,11 +116,38 @@ export class BpeTokenizer implements Tokenizer {
     let ids = this.wordCache.get(word);
     if (!ids) {
       ids = this.model.encodeWord(toByteLevel(word));
+      if (word.length > MAX_CACHED_WORD_CHARS) return ids; // rare, and each one costly to keep
+      const bytes = 2 * word.length + 8 * ids.length + CACHE_ENTRY_OVERHEAD;
       // Cleared rather than LRU-evicted when full: cheap, and refills with the hot words.
-      if (this.wordCache.size >= 100_000) this.wordCache.clear();
+      if (this.wordCacheBytes + bytes > WORD_CACHE_BYTES) {
+        this.wordCache.clear();
+        this.wordCacheBytes = 0;
+      }
       this.wordCache.set(word, ids);
+      this.wordCacheBytes += bytes;
     }
     return ids;
+  }
+
+  /** Bytes the word cache holds now (by the estimate that bounds it). */
+  get cacheBytes(): number {
+    return this.wordCacheBytes;
+  }
+
+  /**
+   * Most UTF-16 units one token can stand for: the longest vocabulary token in bytes (a code
+   * unit is at least one UTF-8 byte) or added token, times 3 if a normalizer may shrink the
+   * text first; none when an added token strips the whitespace around it (that whitespace
+   * becomes no token at all).
+   */
+  private charsPerTokenBound(normalizer: unknown): number | null {
+    let max = 1;
+    for (const t of this.added.values()) {
+      if (t.lstrip || t.rstrip) return null;
+      max = Math.max(max, t.content.length);
+    }
+    for (const tok of this.vocab.keys()) max = Math.max(max, byteLevelTokenBytes(tok).length);
+    return normalizer === null || normalizer === undefined ? max : 3 * max;
   }
 
   decode(ids: readonly number[], o: DecodeOptions = {}): string {

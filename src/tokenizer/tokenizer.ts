@@ -5,6 +5,12 @@ export interface EncodeOptions {
    * `tokenizers`. Chat prompts already carry every marker, so render paths pass false.
    */
   addSpecialTokens?: boolean;
+  /**
+   * Match special added tokens (BOS, turn markers, ...) in the text. Defaults to true; false
+   * tokenizes their strings as plain text (HF's `split_special_tokens=True`), which is how
+   * user-supplied text must be read so that it cannot forge the chat format's markers.
+   */
+  parseSpecialTokens?: boolean;
 }
 
 /** Options for {@link Tokenizer.decode}. */
@@ -30,6 +36,12 @@ export interface Tokenizer {
   /** Ids of added tokens flagged `special` (BOS, EOS, turn markers, ...). */
   readonly specialIds: ReadonlySet<number>;
   encode(text: string, o?: EncodeOptions): number[];
+  /**
+   * An upper bound on the UTF-16 code units one token can cover, so that
+   * `text.length / maxCharsPerToken` is a lower bound on its token count (an over-long input
+   * can be refused before tokenizing it); null when no such bound holds.
+   */
+  readonly maxCharsPerToken: number | null;
   decode(ids: readonly number[], o?: DecodeOptions): string;
   /** Id of a vocabulary or added token given in its stored form (byte-level chars for BPE). */
   tokenToId(token: string): number | undefined;

@@ -15,6 +15,8 @@ export interface FakeScript {
   readonly throwAfter?: number;
   /** Milliseconds between tokens (default: the engine's). */
   readonly delayMs?: number;
+  /** Emit without any timer between tokens (as fast as the consumer pulls). */
+  readonly burst?: boolean;
 }
 
 export interface FakeEngineOptions {
@@ -117,7 +119,10 @@ export class FakeEngine implements Engine {
     let n = 0;
     for (const id of script.tokens) {
       if (n >= req.maxTokens) break;
-      if (await sleep(script.delayMs ?? this.o.delayMs ?? 0, signal)) {
+      const stopped = script.burst
+        ? (signal?.aborted ?? false)
+        : await sleep(script.delayMs ?? this.o.delayMs ?? 0, signal);
+      if (stopped) {
         yield this.finish(req, 'abort', n);
         return;
       }

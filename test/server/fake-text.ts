@@ -5,6 +5,8 @@ export const EOS_ID = 65_536;
 /** One token per UTF-16 code unit; id 65536 is the EOS special token "<eos>". */
 export const fakeTokenizer: ServerTokenizer = {
   vocabSize: 65_537,
+  maxCharsPerToken: 1,
+  specialTokens: ['<eos>'],
   encode: (text) => [...text].map((c) => c.charCodeAt(0)),
   decode: (ids, { skipSpecialTokens }) =>
     ids

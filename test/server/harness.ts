@@ -12,6 +12,7 @@ export interface TestServer {
   app: FastifyInstance;
   engine: FakeEngine;
   url: string;
+  port: number;
   client: OpenAI;
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
   close(): Promise<void>;
@@ -21,6 +22,7 @@ export interface TestServerOptions {
   engine?: FakeEngineOptions;
   options?: Partial<ServerOptions>;
   chatTemplate?: CreateServerArgs['chatTemplate'];
+  resetPrefixCache?: () => void;
 }
 
 /** Starts a real server on a free port over a FakeEngine, with an OpenAI client pointed at it. */
@@ -32,6 +34,7 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     modelName: MODEL,
     chatTemplate: o.chatTemplate === undefined ? fakeChatTemplate : o.chatTemplate,
     options: { processMetrics: false, ...o.options },
+    ...(o.resetPrefixCache && { resetPrefixCache: o.resetPrefixCache }),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
@@ -42,6 +45,7 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     app,
     engine,
     url,
+    port,
     client,
     post: (path, body, headers = {}) =>
       fetch(`${url}${path}`, {

@@ -18,6 +18,8 @@ const DIR = goldenCase('tiny-moe');
 /** Token id i <-> the character U+0100+i, so text round-trips ids exactly (vocab 256). */
 const idTokenizer: ServerTokenizer = {
   vocabSize: 256,
+  maxCharsPerToken: 1,
+  specialTokens: [],
   encode: (text) => [...text].map((c) => c.charCodeAt(0) - 0x100),
   decode: (ids) => String.fromCharCode(...ids.map((i) => 0x100 + i)),
   createDecoder: () => ({

@@ -152,7 +152,13 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ServerContext
     checkModel(ctx, req.model);
     const prompt = buildChatPrompt(ctx, req);
     const maxTokens = resolveMaxTokens(ctx, prompt.ids.length, req.maxTokens, 'messages');
-    const gen = beginGeneration(ctx, reply);
+    const gen = beginGeneration(ctx, reply, {
+      choices: req.n,
+      maxTokens,
+      logprobs: req.logprobs,
+      routedExperts: req.returnRoutedExperts,
+      buffered: !req.stream,
+    });
     const run = startRun(ctx, req, gen, prompt, maxTokens);
     if (req.stream) return sendSse(reply, streamChat(ctx, run, req.includeUsage));
     return collectChat(ctx, run);

@@ -1,4 +1,5 @@
 import { badRequest } from '../errors.js';
+import { checkTextLength } from '../generation.js';
 import type { ServerContext } from '../server-context.js';
 import type { ToolCallParserInit } from '../server-deps.js';
 import type { ChatRequest, FunctionTool } from './types.js';
@@ -61,6 +62,7 @@ export function buildChatPrompt(ctx: ServerContext, req: ChatRequest): ChatPromp
   const prefill = forced
     ? (ctx.parsers.toolChoicePrefill?.({ ...toolInit, promptText: text }) ?? '')
     : '';
+  checkTextLength(ctx, text + prefill, 'messages');
   const ids = ctx.tokenizer.encode(text + prefill, { addSpecialTokens: false });
   return { text, prefill, ids, toolInit };
 }

@@ -3,7 +3,9 @@ import type { PromptTokenLogprob, TokenEvent } from '../../engine/engine-types.j
 import { serverError } from '../errors.js';
 import {
   beginGeneration,
+  checkChoiceCount,
   checkModel,
+  checkTextLength,
   choiceSpec,
   ChoiceClock,
   type Generation,
@@ -240,14 +242,22 @@ export function registerCompletions(app: FastifyInstance, ctx: ServerContext): v
   app.post('/v1/completions', async (request, reply) => {
     const req = validateCompletionRequest(request.body, ctx.validation);
     checkModel(ctx, req.model);
+    checkChoiceCount(ctx, req.prompts.length * req.n);
     const prompts = req.prompts.map((p, i) => {
-      const ids = 'ids' in p ? p.ids : ctx.tokenizer.encode(p.text, { addSpecialTokens: true });
       const param = req.prompts.length > 1 ? `prompt[${i}]` : 'prompt';
+      if ('text' in p) checkTextLength(ctx, p.text, 'prompt', param);
+      const ids = 'ids' in p ? p.ids : ctx.tokenizer.encode(p.text, { addSpecialTokens: true });
       const maxTokens = resolveMaxTokens(ctx, ids.length, req.maxTokens, 'prompt', param);
       const text = 'text' in p ? p.text : ctx.tokenizer.decode(ids, { skipSpecialTokens: false });
       return { ids, text, maxTokens };
     });
-    const gen = beginGeneration(ctx, reply);
+    const gen = beginGeneration(ctx, reply, {
+      choices: prompts.length * req.n,
+      maxTokens: Math.max(...prompts.map((p) => p.maxTokens)),
+      logprobs: req.logprobs,
+      routedExperts: req.returnRoutedExperts,
+      buffered: !req.stream,
+    });
     const run = startRun(ctx, req, gen, prompts);
     if (req.stream) return sendSse(reply, streamCompletion(ctx, req, run));
     return collectCompletion(ctx, req, run);

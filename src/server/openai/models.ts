@@ -19,7 +19,9 @@ export function registerModels(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/v1/models', async () => ({ object: 'list', data: [modelCard(ctx)] }));
   // A wildcard, since model names may hold slashes ("MiniMaxAI/MiniMax-M3").
   app.get<{ Params: { '*': string } }>('/v1/models/*', async (request) => {
-    const name = decodeURIComponent(request.params['*']);
+    // The router has decoded the path once already; decoding again would turn "%25" into a
+    // malformed escape (a 500) and let "%2541" alias "A".
+    const name = request.params['*'];
     if (name !== ctx.modelName) throw modelNotFound(name);
     return modelCard(ctx);
   });

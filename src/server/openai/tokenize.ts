@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createRequire } from 'node:module';
 import { badRequest } from '../errors.js';
-import { checkModel } from '../generation.js';
+import { checkModel, checkTextLength } from '../generation.js';
 import type { ServerContext } from '../server-context.js';
 import { buildChatPrompt } from './chat-prompt.js';
 import { FieldReader, isObject } from './field-reader.js';
@@ -19,6 +19,7 @@ function tokenizeBody(ctx: ServerContext, body: Record<string, unknown>): number
   const prompt = r.string('prompt');
   if (prompt === undefined)
     throw badRequest('Either prompt (a string) or messages is required.', 'prompt');
+  checkTextLength(ctx, prompt, 'prompt');
   return ctx.tokenizer.encode(prompt, {
     addSpecialTokens: r.boolean('add_special_tokens') ?? true,
   });

@@ -9,13 +9,15 @@ export interface ValidationContext {
   readonly vocabSize: number;
   /** Whether the server was started with --return-routed-experts. */
   readonly allowRoutedExperts: boolean;
+  /** Longest accepted stop string (matching is linear, but each held-back tail costs memory). */
+  readonly maxStopStringChars: number;
 }
 
 const MAX_N = 128;
 const MAX_LOGPROBS = 20;
 const MAX_STOP_STRINGS = 64;
 
-function readStop(r: FieldReader): string[] {
+function readStop(r: FieldReader, maxChars: number): string[] {
   const v = r.raw('stop');
   if (v === undefined) return [];
   const list = typeof v === 'string' ? [v] : v;
@@ -25,6 +27,12 @@ function readStop(r: FieldReader): string[] {
   if (stops.length > MAX_STOP_STRINGS)
     r.fail('stop', `may hold at most ${MAX_STOP_STRINGS} strings, got ${stops.length}`);
   if (stops.some((s) => s === '')) r.fail('stop', 'must not contain empty strings');
+  const long = stops.findIndex((s) => s.length > maxChars);
+  if (long >= 0)
+    r.fail(
+      'stop',
+      `strings may be at most ${maxChars} characters, stop[${long}] has ${stops[long]!.length}`,
+    );
   return stops;
 }
 
@@ -61,7 +69,7 @@ function readSampling(r: FieldReader, ctx: ValidationContext, maxTokens: number 
     repetitionPenalty: r.number('repetition_penalty', { above: 0 }),
     maxTokens,
     n: r.number('n', { integer: true, min: 1, max: MAX_N }) ?? 1,
-    stop: readStop(r),
+    stop: readStop(r, ctx.maxStopStringChars),
     stopTokenIds: readTokenIds(r, 'stop_token_ids', ctx.vocabSize) ?? [],
     ignoreEos: r.boolean('ignore_eos') ?? false,
     includeStopStrInOutput: r.boolean('include_stop_str_in_output') ?? false,
