@@ -1,4 +1,5 @@
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 export interface HttpTimeouts {
   /** Time to receive a request's headers (slowloris). */
@@ -30,6 +31,15 @@ export function timedServerFactory(t: HttpTimeouts) {
       },
       handler,
     );
+    // Node applies headersTimeout only once a request has started; a connection that never
+    // sends a byte would stay open forever. Close it after the same time.
+    server.on('connection', (socket: Socket) => {
+      const timer = setTimeout(() => socket.destroy(), t.headersTimeoutMs);
+      timer.unref();
+      const clear = () => clearTimeout(timer);
+      socket.once('data', clear);
+      socket.once('close', clear);
+    });
     return server;
   };
 }
