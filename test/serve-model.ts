@@ -10,18 +10,19 @@ export interface ServedModel {
 
 /**
  * moeserve's real server (engine, tokenizer, template, minimax-m3 parsers) over a checkpoint
- * directory on the CPU, listening on a free loopback port, served as model "tiny".
+ * directory on the CPU, listening on a free loopback port, served as `modelName` ("tiny").
  */
 export async function serveModel(
   dir: string,
   o: Partial<EngineFactoryOptions> = {},
+  modelName = 'tiny',
 ): Promise<ServedModel> {
   const serving = await createEngineFromModelDir(dir, { backend: 'cpu', ...o });
   const parsers = outputParsers({ reasoning: 'minimax-m3', toolCall: 'minimax-m3' });
   const app = createServer({
     ...serving,
     parsers,
-    modelName: 'tiny',
+    modelName,
     options: { processMetrics: false },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });

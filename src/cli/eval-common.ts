@@ -36,8 +36,20 @@ export async function modelOf(values: Values, ep: EndpointOptions): Promise<stri
   return typeof m === 'string' ? m : firstModelId(ep.baseUrl, ep.headers);
 }
 
-/** `done/total` on one self-overwriting stderr line when it is a terminal. */
-export function progressTick(label: string, done: number, total: number): void {
-  if (!process.stderr.isTTY) return;
-  process.stderr.write(`\r${label} ${done}/${total}\x1b[K${done === total ? '\n' : ''}`);
+/**
+ * `done/total` on stderr: one self-overwriting line on a terminal; when piped, a line of its
+ * own at every tenth of the way (and at the end), so logs show progress as it happens.
+ */
+export function progressTick(
+  label: string,
+  done: number,
+  total: number,
+  out: NodeJS.WriteStream = process.stderr,
+): void {
+  if (out.isTTY) {
+    out.write(`\r${label} ${done}/${total}\x1b[K${done === total ? '\n' : ''}`);
+    return;
+  }
+  const step = Math.max(1, Math.ceil(total / 10));
+  if (done % step === 0 || done === total) out.write(`${label} ${done}/${total}\n`);
 }

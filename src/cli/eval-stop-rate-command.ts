@@ -1,6 +1,9 @@
-import { DEFAULT_GSM8K_TEST, loadGsm8k } from '../eval/gsm8k-dataset.js';
+import { relative } from 'node:path';
+import { ContextBudget } from '../eval/context-budget.js';
+import { BUNDLED_MODEL_NAME, defaultGsm8kDataset } from '../eval/eval-defaults.js';
+import { loadGsm8k } from '../eval/gsm8k-dataset.js';
 import { runStopRate } from '../eval/stop-rate.js';
-import { formatStopRateSummary } from '../eval/stop-rate-summary.js';
+import { formatStopRateSummary, formatStopRateTotal } from '../eval/stop-rate-summary.js';
 import { intOption, numberOption, type Command } from './command.js';
 import { endpointOf, ENDPOINT_OPTIONS, modelOf, progressTick } from './eval-common.js';
 
@@ -12,8 +15,7 @@ export const evalStopRateCommand: Command = {
     ...ENDPOINT_OPTIONS,
     dataset: {
       type: 'string',
-      default: DEFAULT_GSM8K_TEST,
-      description: 'JSONL of {question, answer "... #### N"}',
+      description: `JSONL of {question, answer "... #### N"}; default data/gsm8k/test.jsonl, or data/tiny-m3/heldout-gsm8k.jsonl when the model is ${BUNDLED_MODEL_NAME}`,
       valueName: 'PATH',
     },
     output: {
@@ -26,7 +28,8 @@ export const evalStopRateCommand: Command = {
     'max-tokens': {
       type: 'string',
       default: '8192',
-      description: 'generous, so only true runaways hit it',
+      description:
+        "generous, so only true runaways hit it; clamped per request to what the model's context leaves",
       valueName: 'N',
     },
     concurrency: {
@@ -52,22 +55,34 @@ export const evalStopRateCommand: Command = {
     const endpoint = endpointOf(values);
     const numExamples =
       values['num-examples'] === undefined ? undefined : intOption(values, 'num-examples', 0);
-    const items = loadGsm8k(String(values['dataset']), numExamples);
+    const model = await modelOf(values, endpoint);
+    const dataset = datasetOf(values, model);
+    const items = loadGsm8k(dataset, numExamples);
     const output = String(values['output']);
     const summary = await runStopRate({
       endpoint,
-      model: await modelOf(values, endpoint),
+      model,
       items,
       output,
-      maxTokens: intOption(values, 'max-tokens', 8192),
+      maxTokens: new ContextBudget(endpoint, intOption(values, 'max-tokens', 8192)),
       concurrency: intOption(values, 'concurrency', 32),
       temperature: numberOption(values, 'temperature', 0),
       onRecord: (_r, done, todo) => progressTick('stop-rate', done, todo),
     });
     console.log(formatStopRateSummary(summary, `${output}.summary.json`));
+    console.log(formatStopRateTotal(summary));
     const gate = values['min-stop-rate-pct'];
     const belowGate =
       gate !== undefined && summary.stop_rate_pct < numberOption(values, 'min-stop-rate-pct', 0);
     return summary.n_err > 0 || belowGate ? 1 : 0;
   },
 };
+
+/** `--dataset`, else the default for the served model (said in one line). */
+export function datasetOf(values: Record<string, unknown>, model: string): string {
+  if (typeof values['dataset'] === 'string') return values['dataset'];
+  const path = defaultGsm8kDataset(model);
+  const rel = relative(process.cwd(), path);
+  console.log(`dataset: ${rel.startsWith('..') ? path : rel} (default for ${model})`);
+  return path;
+}

@@ -39,7 +39,9 @@ function gsmFile(n: number): string {
 describe('toolkit commands', () => {
   it('each has --help naming its flags', () => {
     expect(helpText(evalStopRateCommand)).toMatch(/--output PATH .*summary\.json/);
-    expect(helpText(evalGsm8kCommand)).toMatch(/--num-fewshot K .*\(default: 5\)/);
+    expect(helpText(evalGsm8kCommand)).toMatch(
+      /--num-fewshot K .*default 5, 0 for moeserve-tiny-m3/,
+    );
     expect(helpText(evalToolLoopCommand)).toMatch(/--runs N .*\(default: 3\)/);
     expect(helpText(compareCommand)).toMatch(/^moeserve compare LABEL=RUNS\.jsonl/);
   });

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { mapConcurrent } from '../bench/semaphore.js';
 import { exactMatch, flexibleExtract, INVALID, strictMatch } from './gsm8k-answer.js';
+import { withMaxTokens, type MaxTokens } from './context-budget.js';
 import type { Gsm8kItem } from './gsm8k-dataset.js';
 import {
   chatCompletion,
@@ -78,24 +79,30 @@ export interface Gsm8kOptions {
   mode: Gsm8kMode;
   shots: readonly Gsm8kItem[];
   items: readonly Gsm8kItem[];
-  maxTokens: number;
+  maxTokens: MaxTokens;
   concurrency: number;
   onSample?: (done: number, total: number) => void;
 }
 
 async function sampleOne(o: Gsm8kOptions, idx: number, item: Gsm8kItem): Promise<Gsm8kSample> {
-  const common = { model: o.model, max_tokens: o.maxTokens, temperature: 0, stop: GSM8K_STOP };
+  const common = { model: o.model, temperature: 0, stop: GSM8K_STOP };
   try {
     const r =
       o.mode === 'chat'
-        ? await chatCompletion(o.endpoint, {
-            ...common,
-            messages: fewShotMessages(o.shots, item.question),
-          })
-        : await textCompletion(o.endpoint, {
-            ...common,
-            prompt: fewShotPrompt(o.shots, item.question),
-          });
+        ? await chatCompletion(
+            o.endpoint,
+            await withMaxTokens(o.maxTokens, {
+              ...common,
+              messages: fewShotMessages(o.shots, item.question),
+            }),
+          )
+        : await textCompletion(
+            o.endpoint,
+            await withMaxTokens(o.maxTokens, {
+              ...common,
+              prompt: fewShotPrompt(o.shots, item.question),
+            }),
+          );
     // With a reasoning parser on, only the final content is scored (as vLLM's gsm8k eval does).
     return {
       idx,
@@ -170,4 +177,15 @@ export function formatGsm8kResult(r: Gsm8kResult): string {
     '',
     `mode=${r.mode} n=${r.n} errors=${r.n_err} invalid: strict=${r.invalid_strict} flexible=${r.invalid_flexible}`,
   ].join('\n');
+}
+
+/** The one-line total. */
+export function formatGsm8kTotal(r: Gsm8kResult): string {
+  const count = (p: number) => Math.round(p * r.n);
+  const pct = (p: number) => `${(100 * p).toFixed(1)}%`;
+  return (
+    `total: ${r.n} questions, ${count(r.strict_match)} correct by strict-match ` +
+    `(${pct(r.strict_match)}), ${count(r.flexible_extract)} by flexible-extract ` +
+    `(${pct(r.flexible_extract)}), ${r.n_err} errors`
+  );
 }

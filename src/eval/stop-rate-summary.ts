@@ -107,3 +107,12 @@ export function formatStopRateSummary(s: StopRateSummary, artifact: string): str
   if (s.errors.length > 0) lines.push('First errors:', ...s.errors.map((e) => `  ${e}`));
   return lines.join('\n');
 }
+
+/** The one-line total. */
+export function formatStopRateTotal(s: StopRateSummary): string {
+  const stopped = s.finish_counts['stop'] ?? 0;
+  return (
+    `total: ${s.n_total} requests, ${stopped} stopped (${s.stop_rate_pct.toFixed(1)}%), ` +
+    `${s.runaways.length} runaways, ${s.n_err} errors; answer correct ${s.gsm8k_acc_pct.toFixed(1)}%`
+  );
+}

@@ -4,6 +4,7 @@ import { mapConcurrent } from '../bench/semaphore.js';
 import { answersEqual, extractAnswer, goldAnswer } from './gsm8k-answer.js';
 import type { Gsm8kItem } from './gsm8k-dataset.js';
 import { readJsonl, terminateLastLine } from './jsonl.js';
+import { withMaxTokens, type MaxTokens } from './context-budget.js';
 import { chatCompletion, type EndpointOptions } from './openai-json-client.js';
 import {
   summarizeStopRate,
@@ -20,7 +21,7 @@ export interface StopRateOptions {
   items: readonly Gsm8kItem[];
   /** The `.jsonl` path; the summary goes to `<output>.summary.json`. */
   output: string;
-  maxTokens: number;
+  maxTokens: MaxTokens;
   concurrency: number;
   temperature: number;
   onRecord?: (rec: StopRateRecord, done: number, todo: number) => void;
@@ -30,12 +31,12 @@ async function runOne(o: StopRateOptions, idx: number, item: Gsm8kItem): Promise
   const t0 = performance.now();
   const gold = goldAnswer(item.answer);
   try {
-    const r = await chatCompletion(o.endpoint, {
+    const body = {
       model: o.model,
       messages: [{ role: 'user', content: item.question + STOP_RATE_PROMPT_SUFFIX }],
-      max_tokens: o.maxTokens,
       temperature: o.temperature,
-    });
+    };
+    const r = await chatCompletion(o.endpoint, await withMaxTokens(o.maxTokens, body));
     const pred = extractAnswer(r.content);
     return {
       idx,

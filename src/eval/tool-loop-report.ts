@@ -50,3 +50,18 @@ export function runPassed(r: ToolLoopRun): boolean {
 export function hasIssues(r: ToolLoopRun): boolean {
   return !runPassed(r) || r.calls.some((c) => isMalformed(c) || c.drift.length > 0);
 }
+
+/** The one-line total over every run of every scenario. */
+export function formatToolLoopTotal(runs: readonly ToolLoopRun[], numScenarios: number): string {
+  const pct = (a: number, b: number) => (b === 0 ? '-' : `${((100 * a) / b).toFixed(1)}%`);
+  const passed = runs.filter(runPassed).length;
+  const calls = runs.reduce((s, r) => s + r.numToolCalls, 0);
+  const malformed = runs.reduce((s, r) => s + r.numMalformed, 0);
+  const expected = runs.filter((r) => r.expectedOrder !== null);
+  const inOrder = expected.filter((r) => r.expectedOrder).length;
+  return (
+    `total: ${passed}/${runs.length} runs passed (${pct(passed, runs.length)}) over ` +
+    `${numScenarios} scenarios; ${calls} tool calls, ${calls - malformed} well-formed ` +
+    `(${pct(calls - malformed, calls)}); expected calls in order in ${inOrder}/${expected.length} runs`
+  );
+}

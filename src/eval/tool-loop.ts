@@ -6,13 +6,14 @@ import {
   type ToolCall,
 } from './openai-json-client.js';
 import { chatCompletionStream } from './openai-stream-chat.js';
+import { withMaxTokens, type MaxTokens } from './context-budget.js';
 import { scriptedResult, toolDefinitions, type ToolScenario } from './tool-scenario.js';
 
 export interface ToolLoopOptions {
   endpoint: EndpointOptions;
   model: string;
   temperature: number;
-  maxTokens: number;
+  maxTokens: MaxTokens;
   /** Overrides the scenario's own cap. */
   maxTurns?: number;
   /** Stream every turn and reassemble it (what an agent client sees), instead of one JSON reply. */
@@ -98,14 +99,16 @@ export async function runToolLoop(
   for (let turn = 0; turn < maxTurns; turn++) {
     run.turns = turn + 1;
     const complete = o.stream ? chatCompletionStream : chatCompletion;
-    const r = await complete(o.endpoint, {
+    const body = {
       model: o.model,
       messages,
       tools: toolDefinitions(sc),
       tool_choice: 'auto',
       temperature: o.temperature,
-      max_tokens: o.maxTokens,
-    }).catch((e: Error) => e);
+    };
+    const r = await withMaxTokens(o.maxTokens, body)
+      .then((b) => complete(o.endpoint, b))
+      .catch((e: Error) => e);
     if (r instanceof Error) return finishRun(sc, { ...run, error: r.message });
     if (r.toolCalls.length === 0) {
       run.finalContent = r.content;
