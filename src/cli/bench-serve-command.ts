@@ -1,5 +1,11 @@
-import { appendFileSync } from 'node:fs';
-import { buildDataset, DATASET_NAMES, type DatasetName } from '../bench/build-dataset.js';
+import { appendFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import {
+  buildDataset,
+  DATASET_NAMES,
+  type DatasetName,
+  type DatasetOptions,
+} from '../bench/build-dataset.js';
 import type { BenchMetrics } from '../bench/bench-metrics.js';
 import {
   detailFields,
@@ -13,7 +19,10 @@ import type { Backend } from '../bench/openai-stream-request.js';
 import { ProgressLine } from '../bench/progress-line.js';
 import type { RangeRatioConvention } from '../bench/random-dataset.js';
 import type { TtftConvention } from '../bench/request-timing.js';
+import type { PromptTokenizer } from '../bench/random-token-dataset.js';
 import { firstModelId, flushCache } from '../bench/server-probe.js';
+import { BUNDLED_MODEL_DIR, BUNDLED_MODEL_NAME } from '../config/bundled-model.js';
+import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 import { BENCH_SERVE_OPTIONS } from './bench-serve-options.js';
 import { intOption, numberOption, UsageError, type Command } from './command.js';
 
@@ -53,7 +62,7 @@ function headersOf(values: Values): Record<string, string> {
   return typeof key === 'string' ? { authorization: `Bearer ${key}` } : {};
 }
 
-function datasetOf(values: Values) {
+function datasetOf(values: Values): DatasetOptions {
   const sharegptLen = values['sharegpt-output-len'];
   return {
     name: choice<DatasetName>(values, 'dataset-name', DATASET_NAMES),
@@ -95,16 +104,43 @@ function extraBodyOf(values: Values): Record<string, unknown> | undefined {
   }
 }
 
+/**
+ * The tokenizer `--dataset-name random` draws from: `--tokenizer` (a model directory or its
+ * tokenizer.json), else the bundled model's when it is the one served, else `--model` when that
+ * is a local model directory (SGLang likewise loads the tokenizer on the client side).
+ */
+function benchTokenizer(values: Values, model: string): PromptTokenizer {
+  const spec = values['tokenizer'];
+  const dir =
+    typeof spec === 'string'
+      ? spec.endsWith('.json')
+        ? dirname(spec)
+        : spec
+      : model === BUNDLED_MODEL_NAME
+        ? BUNDLED_MODEL_DIR
+        : existsSync(join(model, 'tokenizer.json'))
+          ? model
+          : undefined;
+  if (dir === undefined)
+    throw new UsageError(
+      `--dataset-name random draws token ids from the model's tokenizer: pass --tokenizer ` +
+        `DIR|tokenizer.json for "${model}" (or use --dataset-name random-words)`,
+    );
+  return loadTokenizer(dir);
+}
+
 async function baseConfig(values: Values): Promise<Omit<BenchRunConfig, 'maxConcurrency'>> {
-  const dataset = datasetOf(values);
   const baseUrl = String(values['base-url']);
   const headers = headersOf(values);
   const extraBody = extraBodyOf(values);
+  const model =
+    typeof values['model'] === 'string' ? values['model'] : await firstModelId(baseUrl, headers);
+  const dataset = datasetOf(values);
+  if (dataset.name === 'random') dataset.tokenizer = benchTokenizer(values, model);
   return {
     baseUrl,
     backend: choice<Backend>(values, 'backend', ['openai', 'openai-chat']),
-    model:
-      typeof values['model'] === 'string' ? values['model'] : await firstModelId(baseUrl, headers),
+    model,
     requests: buildDataset(dataset),
     requestRate: rateOption(values, 'request-rate'),
     burstiness: rateOption(values, 'burstiness'),

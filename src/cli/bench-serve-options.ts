@@ -18,8 +18,15 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   'dataset-name': {
     type: 'string',
     default: 'random',
-    description: 'random | sharegpt | generated-shared-prefix',
+    description:
+      'random (random token ids, exact in tokens of --tokenizer) | random-words | sharegpt | generated-shared-prefix',
     valueName: 'NAME',
+  },
+  tokenizer: {
+    type: 'string',
+    description:
+      "random: the model's tokenizer, a model directory or tokenizer.json; default the bundled model's when it is served, else --model when it is a local directory",
+    valueName: 'DIR|FILE',
   },
   'dataset-path': { type: 'string', description: 'ShareGPT JSON/JSONL file', valueName: 'PATH' },
   'num-prompts': {
@@ -31,7 +38,7 @@ export const BENCH_SERVE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   'random-input-len': {
     type: 'string',
     default: '1024',
-    description: 'random: prompt length in words (~tokens)',
+    description: 'random: prompt length in tokens (random-words: in words)',
     valueName: 'N',
   },
   'random-output-len': {

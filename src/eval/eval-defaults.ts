@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
+import { BUNDLED_MODEL_NAME } from '../config/bundled-model.js';
 import { DEFAULT_GSM8K_TEST } from './gsm8k-dataset.js';
 
-/** The served name of the bundled model (`npm start`), the model the tiny defaults fit. */
-export const BUNDLED_MODEL_NAME = 'moeserve-tiny-m3';
+export { BUNDLED_MODEL_NAME };
 
 /**
  * The bundled model's 500 held-out arithmetic problems in GSM8K's format (`gen-data --seed

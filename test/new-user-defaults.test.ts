@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ScriptedServer } from '../src/bench/scripted-server.js';
 import { runCommand, type Command } from '../src/cli/command.js';
+import { benchServeCommand } from '../src/cli/bench-serve-command.js';
 import { evalGsm8kCommand } from '../src/cli/eval-gsm8k-command.js';
 import { evalStopRateCommand } from '../src/cli/eval-stop-rate-command.js';
 import { evalToolLoopCommand, resolveScenarios } from '../src/cli/eval-tool-loop-command.js';
@@ -120,5 +121,28 @@ describe('eval tool-loop scenario sets', () => {
     );
     expect(resolveScenarios([], 'seed-002')).toEqual([...BUILTIN_SCENARIOS]);
     expect(resolveScenarios([], 'default', 3)).toHaveLength(3);
+  });
+});
+
+describe('bench serve --dataset-name random on the bundled model over HTTP', () => {
+  it("sends prompts of exactly --random-input-len tokens, by the server's own count", async () => {
+    const out = join(dir, 'bench.jsonl');
+    vi.spyOn(console, 'log').mockImplementation(() => {});
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    let rc: number;
+    try {
+      rc = await runCommand(benchServeCommand, [
+        ...['--base-url', served.url, '--num-prompts', '4', '--random-input-len', '200'],
+        ...['--random-output-len', '2', '--random-range-ratio', '1', '--ignore-eos'],
+        ...['--output-file', out],
+      ]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(rc).toBe(0);
+    const rec = JSON.parse(readFileSync(out, 'utf8').trim()) as Record<string, number>;
+    expect(rec['completed']).toBe(4);
+    expect(rec['total_input_tokens']).toBe(4 * 200); // usage.prompt_tokens of /v1/completions
   });
 });
