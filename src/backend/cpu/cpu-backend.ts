@@ -14,9 +14,8 @@ import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
-import { pagedAttention, writeCacheRows } from './ops/attention.js';
+import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
-import { msaSelectBlocks } from './ops/msa-select.js';
 import { addRmsNormRows, rmsNormRows } from './ops/norm.js';
 import { ropeNeox } from './ops/rope.js';
 import { CpuKernels } from './wasm/cpu-kernels.js';
@@ -191,7 +190,7 @@ export class CpuBackend implements Backend {
     const T = meta.numTokens;
     const qShape = [T, o.numHeads * o.headDim];
     const topk = o.blocks ? o.blocks.shape[2]! : 0;
-    pagedAttention(
+    this.kernels.attention(
       {
         out: f32(out, 'attention.out', qShape),
         q: f32(q, 'attention.q', qShape),
@@ -208,7 +207,7 @@ export class CpuBackend implements Backend {
 
   msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void {
     const T = meta.numTokens;
-    msaSelectBlocks(
+    this.kernels.msaSelect(
       i32(out, 'msaSelect.out', [o.numIndexHeads, T, o.topk]),
       f32(idxQ, 'msaSelect.idxQ', [T, o.numIndexHeads * o.indexDim]),
       f32(idxK, 'msaSelect.idxK'),

@@ -58,3 +58,46 @@ export function msaSelectBlocks(
     }
   }
 }
+
+/**
+ * The selection rule of msaSelectBlocks for one (index head, token) from precomputed block
+ * scores scores[sOff + b], b < nb, without allocating: forced blocks, then the best-scoring
+ * others (ties to the lower index), written ascending at out[dst..]. With nb ≤ topk every
+ * block is taken and scores are not read. `taken` is nb bytes of scratch, left zeroed.
+ */
+export function pickBlocks(
+  out: Int32Array,
+  dst: number,
+  scores: Float32Array,
+  sOff: number,
+  nb: number,
+  o: MsaOptions,
+  taken: Uint8Array,
+): void {
+  const { topk } = o;
+  if (nb <= topk) {
+    for (let b = 0; b < nb; b++) out[dst + b] = b;
+    return;
+  }
+  const lo = Math.min(o.initBlocks, nb);
+  const hi = Math.max(lo, nb - o.localBlocks);
+  let n = lo + (nb - hi);
+  for (let b = 0; b < nb; b++) taken[b] = b < lo || b >= hi ? 1 : 0;
+  for (; n < topk; n++) {
+    let best = -1;
+    let bestScore = -Infinity;
+    for (let b = lo; b < hi; b++) {
+      if (taken[b] === 0 && (best < 0 || scores[sOff + b]! > bestScore)) {
+        best = b;
+        bestScore = scores[sOff + b]!;
+      }
+    }
+    if (best < 0) break;
+    taken[best] = 1;
+  }
+  let i = 0;
+  for (let b = 0; b < nb && i < topk; b++) {
+    if (taken[b] === 1) out[dst + i++] = b;
+  }
+  for (let b = 0; b < nb; b++) taken[b] = 0;
+}

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { assembleWat } from '../../../../scripts/assemble-wat.mjs';
 import { matmulF32 } from '../ops/matmul.js';
 import { CpuKernels } from './cpu-kernels.js';
-import { MATMUL_WASM_BASE64 } from './kernels-wasm.js';
+import { ATTENTION_WASM_BASE64, MATMUL_WASM_BASE64 } from './kernels-wasm.js';
 import { sizeClass } from './wasm-heap.js';
 
 function filled(k: CpuKernels, n: number, seed: number): Float32Array {
@@ -19,6 +19,8 @@ function filled(k: CpuKernels, n: number, seed: number): Float32Array {
 describe('WASM SIMD matmul', () => {
   it('embeds exactly the bytes matmul.wat assembles to (run scripts/build-wasm.mjs after editing)', async () => {
     const wat = readFileSync(new URL('./matmul.wat', import.meta.url), 'utf8');
+    const attn = readFileSync(new URL('./attention.wat', import.meta.url), 'utf8');
+    expect(Buffer.from(await assembleWat(attn)).toString('base64')).toBe(ATTENTION_WASM_BASE64);
     const bytes = await assembleWat(wat);
     expect(Buffer.from(bytes).toString('base64')).toBe(MATMUL_WASM_BASE64);
   });

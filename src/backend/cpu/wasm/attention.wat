@@ -1,0 +1,352 @@
+;; Paged attention (dense causal and MSA block-sparse) and MSA block scoring, float32 with
+;; 128-bit SIMD, working in place on the paged KV cache. Pointers are byte offsets into the
+;; shared memory.
+;;
+;; Token metadata `meta` is i32 [T, 2]: (position, byte offset of the sequence's page table
+;; of i32 page ids). A token at position p sees blocks 0..floor(p/S); block b holds positions
+;; b*S .. b*S+S-1 in page pageTable[b], and only positions <= p count.
+;;
+;; Every output element depends only on its token's query, position and cache (never on
+;; the token range a call covers or on the other tokens of the step), and is summed in a
+;; fixed order: a q*k dot is four lane partial sums over d == 0..3 (mod 4) added as
+;; (l0 + l2) + (l1 + l3), whether the key is scored alone or four at a time. So results are
+;; batch-invariant and identical whatever thread computes them.
+;; Tested by src/backend/cpu/wasm/wasm-attention.test.ts against the float64 JS kernels.
+(module
+  (import "env" "memory" (memory 1 65536 shared))
+
+  ;; (l0 + l2) + (l1 + l3)
+  (func $hsum (param $c v128) (result f32)
+    (f32.add
+      (f32.add (f32x4.extract_lane 0 (local.get $c)) (f32x4.extract_lane 2 (local.get $c)))
+      (f32.add (f32x4.extract_lane 1 (local.get $c)) (f32x4.extract_lane 3 (local.get $c)))))
+
+  ;; [hsum c0, hsum c1, hsum c2, hsum c3] with the same association as $hsum.
+  (func $hsum4 (param $c0 v128) (param $c1 v128) (param $c2 v128) (param $c3 v128) (result v128)
+    (local $s01 v128) (local $s23 v128)
+    ;; s01 = [c0.0+c0.2, c1.0+c1.2, c0.1+c0.3, c1.1+c1.3]
+    (local.set $s01 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $c0) (local.get $c1))
+      (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $c0) (local.get $c1))))
+    (local.set $s23 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $c2) (local.get $c3))
+      (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $c2) (local.get $c3))))
+    ;; lanes (0, 1 of s01, 0, 1 of s23) + lanes (2, 3 of s01, 2, 3 of s23)
+    (f32x4.add
+      (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s01) (local.get $s23))
+      (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s01) (local.get $s23))))
+
+  ;; q * k over n4 bytes (n4 a multiple of 16).
+  (func $dot1 (param $qp i32) (param $kp i32) (param $n4 i32) (result f32)
+    (local $i i32) (local $c v128)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
+        (local.set $c (f32x4.add (local.get $c)
+          (f32x4.mul (v128.load (i32.add (local.get $qp) (local.get $i)))
+                     (v128.load (i32.add (local.get $kp) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next)))
+    (call $hsum (local.get $c)))
+
+  ;; [q*k0, q*k1, q*k2, q*k3] for four keys `stride` bytes apart.
+  (func $dot4 (param $qp i32) (param $kp i32) (param $stride i32) (param $n4 i32) (result v128)
+    (local $i i32) (local $k1 i32) (local $k2 i32) (local $k3 i32) (local $x v128)
+    (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128)
+    (local.set $k1 (i32.add (local.get $kp) (local.get $stride)))
+    (local.set $k2 (i32.add (local.get $k1) (local.get $stride)))
+    (local.set $k3 (i32.add (local.get $k2) (local.get $stride)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
+        (local.set $x (v128.load (i32.add (local.get $qp) (local.get $i))))
+        (local.set $c0 (f32x4.add (local.get $c0) (f32x4.mul (local.get $x) (v128.load (i32.add (local.get $kp) (local.get $i))))))
+        (local.set $c1 (f32x4.add (local.get $c1) (f32x4.mul (local.get $x) (v128.load (i32.add (local.get $k1) (local.get $i))))))
+        (local.set $c2 (f32x4.add (local.get $c2) (f32x4.mul (local.get $x) (v128.load (i32.add (local.get $k2) (local.get $i))))))
+        (local.set $c3 (f32x4.add (local.get $c3) (f32x4.mul (local.get $x) (v128.load (i32.add (local.get $k3) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next)))
+    (call $hsum4 (local.get $c0) (local.get $c1) (local.get $c2) (local.get $c3)))
+
+  ;; e^x per lane for x <= 0 (Cephes expf: x = n*ln2 + r, degree-6 polynomial in r, times 2^n);
+  ;; lanes below -87 (and -inf) give exactly 0.
+  (func $exp4 (param $x v128) (result v128)
+    (local $tiny v128) (local $n v128) (local $r v128) (local $p v128)
+    (local.set $tiny (f32x4.lt (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+    (local.set $x (f32x4.max (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+    (local.set $n (f32x4.nearest (f32x4.mul (local.get $x)
+      (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))))
+    (local.set $r (f32x4.sub (local.get $x) (f32x4.mul (local.get $n)
+      (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375))))
+    (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $n)
+      (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
+    (local.set $p (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)))
+    ;; y = p*r^2 + r + 1
+    (local.set $p (f32x4.add
+      (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
+      (v128.const f32x4 1 1 1 1)))
+    ;; * 2^n, n in [-126, 0]: build the float's exponent field
+    (local.set $p (f32x4.mul (local.get $p)
+      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (v128.const i32x4 127 127 127 127))
+                 (i32.const 23))))
+    (v128.andnot (local.get $p) (local.get $tiny)))
+
+  ;; Visible keys of block b for a query at position pos: min(S, pos - b*S + 1).
+  (func $blockLen (param $b i32) (param $pos i32) (param $S i32) (result i32)
+    (local $n i32)
+    (local.set $n (i32.add (i32.sub (local.get $pos) (i32.mul (local.get $b) (local.get $S))) (i32.const 1)))
+    (select (local.get $S) (local.get $n) (i32.gt_s (local.get $n) (local.get $S))))
+
+  ;; scores[i] = scale * q*k over the keys of the listed blocks, in list order; returns the count.
+  (func $scores (param $qp i32) (param $kb i32) (param $pt i32) (param $pos i32) (param $S i32)
+      (param $kvW4 i32) (param $Dh4 i32) (param $blist i32) (param $nbl i32) (param $sp i32) (param $scale f32)
+      (result i32)
+    (local $bi i32) (local $b i32) (local $cnt i32) (local $j i32) (local $kp i32) (local $n i32)
+    (local $sc v128)
+    (local.set $sc (f32x4.splat (local.get $scale)))
+    (block $blocks_done
+      (loop $block
+        (br_if $blocks_done (i32.ge_u (local.get $bi) (local.get $nbl)))
+        (local.set $b (i32.load (i32.add (local.get $blist) (i32.shl (local.get $bi) (i32.const 2)))))
+        (local.set $cnt (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))
+        (local.set $kp (i32.add (local.get $kb) (i32.mul (local.get $kvW4)
+          (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
+        (local.set $j (i32.const 0))
+        (block $quads_done
+          (loop $quad
+            (br_if $quads_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $cnt)))
+            (v128.store (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2)))
+              (f32x4.mul (local.get $sc) (call $dot4 (local.get $qp) (local.get $kp) (local.get $kvW4) (local.get $Dh4))))
+            (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $kvW4) (i32.const 2))))
+            (local.set $n (i32.add (local.get $n) (i32.const 4)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $quad)))
+        (block $ones_done
+          (loop $one
+            (br_if $ones_done (i32.ge_s (local.get $j) (local.get $cnt)))
+            (f32.store (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2)))
+              (f32.mul (local.get $scale) (call $dot1 (local.get $qp) (local.get $kp) (local.get $Dh4))))
+            (local.set $kp (i32.add (local.get $kp) (local.get $kvW4)))
+            (local.set $n (i32.add (local.get $n) (i32.const 1)))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+            (br $one)))
+        (local.set $bi (i32.add (local.get $bi) (i32.const 1)))
+        (br $block)))
+    (local.get $n))
+
+  ;; In place: scores[0..n) <- e^(s - max); returns sum (vector lanes, then $hsum).
+  ;; Needs 3 writable floats after scores[n - 1] (padded with -inf).
+  (func $softmaxExp (param $sp i32) (param $n i32) (result f32)
+    (local $i i32) (local $end i32) (local $m v128) (local $mx f32) (local $sum v128) (local $p v128)
+    (local.set $end (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2)))
+    (f32.store offset=0 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
+    (f32.store offset=4 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
+    (f32.store offset=8 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
+    (local.set $m (v128.const f32x4 -inf -inf -inf -inf))
+    (block $d1
+      (loop $l1
+        (br_if $d1 (i32.ge_u (local.get $i) (local.get $end)))
+        (local.set $m (f32x4.max (local.get $m) (v128.load (i32.add (local.get $sp) (local.get $i)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $l1)))
+    (local.set $mx (f32.max
+      (f32.max (f32x4.extract_lane 0 (local.get $m)) (f32x4.extract_lane 1 (local.get $m)))
+      (f32.max (f32x4.extract_lane 2 (local.get $m)) (f32x4.extract_lane 3 (local.get $m)))))
+    (local.set $m (f32x4.splat (local.get $mx)))
+    (local.set $i (i32.const 0))
+    (block $d2
+      (loop $l2
+        (br_if $d2 (i32.ge_u (local.get $i) (local.get $end)))
+        (local.set $p (call $exp4 (f32x4.sub (v128.load (i32.add (local.get $sp) (local.get $i))) (local.get $m))))
+        (v128.store (i32.add (local.get $sp) (local.get $i)) (local.get $p))
+        (local.set $sum (f32x4.add (local.get $sum) (local.get $p)))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $l2)))
+    (call $hsum (local.get $sum)))
+
+  ;; out[0..Dh) = sum_i p_i * v_i / denom over the listed blocks' keys, 16 dims at a time.
+  (func $weighted (param $op i32) (param $vb i32) (param $pt i32) (param $pos i32) (param $S i32)
+      (param $kvW4 i32) (param $Dh4 i32) (param $blist i32) (param $nbl i32) (param $sp i32) (param $denom f32)
+    (local $c i32) (local $bi i32) (local $b i32) (local $cnt i32) (local $j i32) (local $vp i32) (local $pp i32)
+    (local $p v128) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $dv v128)
+    (local.set $dv (f32x4.splat (local.get $denom)))
+    (block $chunks_done
+      (loop $chunk
+        (br_if $chunks_done (i32.ge_u (local.get $c) (local.get $Dh4)))
+        (local.set $a0 (v128.const i32x4 0 0 0 0))
+        (local.set $a1 (v128.const i32x4 0 0 0 0))
+        (local.set $a2 (v128.const i32x4 0 0 0 0))
+        (local.set $a3 (v128.const i32x4 0 0 0 0))
+        (local.set $pp (local.get $sp))
+        (local.set $bi (i32.const 0))
+        (block $blocks_done
+          (loop $block
+            (br_if $blocks_done (i32.ge_u (local.get $bi) (local.get $nbl)))
+            (local.set $b (i32.load (i32.add (local.get $blist) (i32.shl (local.get $bi) (i32.const 2)))))
+            (local.set $cnt (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))
+            (local.set $vp (i32.add (i32.add (local.get $vb) (local.get $c)) (i32.mul (local.get $kvW4)
+              (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
+            (local.set $j (i32.const 0))
+            (block $keys_done
+              (loop $key
+                (br_if $keys_done (i32.ge_s (local.get $j) (local.get $cnt)))
+                (local.set $p (v128.load32_splat (local.get $pp)))
+                (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $p) (v128.load offset=0 (local.get $vp)))))
+                (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $p) (v128.load offset=16 (local.get $vp)))))
+                (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $p) (v128.load offset=32 (local.get $vp)))))
+                (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $p) (v128.load offset=48 (local.get $vp)))))
+                (local.set $pp (i32.add (local.get $pp) (i32.const 4)))
+                (local.set $vp (i32.add (local.get $vp) (local.get $kvW4)))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $key)))
+            (local.set $bi (i32.add (local.get $bi) (i32.const 1)))
+            (br $block)))
+        (v128.store offset=0 (i32.add (local.get $op) (local.get $c)) (f32x4.div (local.get $a0) (local.get $dv)))
+        (v128.store offset=16 (i32.add (local.get $op) (local.get $c)) (f32x4.div (local.get $a1) (local.get $dv)))
+        (v128.store offset=32 (i32.add (local.get $op) (local.get $c)) (f32x4.div (local.get $a2) (local.get $dv)))
+        (v128.store offset=48 (i32.add (local.get $op) (local.get $c)) (f32x4.div (local.get $a3) (local.get $dv)))
+        (local.set $c (i32.add (local.get $c) (i32.const 64)))
+        (br $chunk))))
+
+  ;; The block list of (token, KV group) into blist, ascending; returns its length.
+  ;; Dense (lp = 0): 0..floor(pos/S). Sparse: the topk ids at lp, -1 skipped, insertion-sorted.
+  (func $blockList (param $lp i32) (param $topk i32) (param $pos i32) (param $S i32) (param $blist i32) (result i32)
+    (local $n i32) (local $i i32) (local $b i32) (local $j i32) (local $prev i32)
+    (if (i32.eqz (local.get $lp))
+      (then
+        (local.set $n (i32.add (i32.div_u (local.get $pos) (local.get $S)) (i32.const 1)))
+        (block $d
+          (loop $l
+            (br_if $d (i32.ge_u (local.get $i) (local.get $n)))
+            (i32.store (i32.add (local.get $blist) (i32.shl (local.get $i) (i32.const 2))) (local.get $i))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $l)))
+        (return (local.get $n))))
+    (block $d
+      (loop $l
+        (br_if $d (i32.ge_u (local.get $i) (local.get $topk)))
+        (local.set $b (i32.load (i32.add (local.get $lp) (i32.shl (local.get $i) (i32.const 2)))))
+        (if (i32.ge_s (local.get $b) (i32.const 0))
+          (then
+            ;; insert b: shift larger entries up one
+            (local.set $j (local.get $n))
+            (block $ins_done
+              (loop $ins
+                (br_if $ins_done (i32.eqz (local.get $j)))
+                (local.set $prev (i32.load (i32.add (local.get $blist) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))))
+                (br_if $ins_done (i32.le_s (local.get $prev) (local.get $b)))
+                (i32.store (i32.add (local.get $blist) (i32.shl (local.get $j) (i32.const 2))) (local.get $prev))
+                (local.set $j (i32.sub (local.get $j) (i32.const 1)))
+                (br $ins)))
+            (i32.store (i32.add (local.get $blist) (i32.shl (local.get $j) (i32.const 2))) (local.get $b))
+            (local.set $n (i32.add (local.get $n) (i32.const 1)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $l)))
+    (local.get $n))
+
+  ;; out[t, h*Dh ..] for tokens t in [t0, t1): softmax(scale * q*K^T) * V over the visible keys.
+  ;; q, out [T, H*Dh]; k, v [P, S, Hkv*Dh]; blocks [Hkv, T, topk] or 0 (dense).
+  ;; Scratch: blist (i32, >= max blocks seen + topk) and sp (f32, >= max keys seen + 4).
+  (func (export "attention") (param $out i32) (param $q i32) (param $k i32) (param $v i32)
+      (param $meta i32) (param $blocks i32) (param $T i32) (param $t0 i32) (param $t1 i32)
+      (param $H i32) (param $Hkv i32) (param $Dh i32) (param $S i32) (param $topk i32)
+      (param $scale f32) (param $blist i32) (param $sp i32)
+    (local $t i32) (local $g i32) (local $hh i32) (local $group i32) (local $pos i32) (local $pt i32)
+    (local $Dh4 i32) (local $kvW4 i32) (local $nbl i32) (local $n i32) (local $h i32) (local $qo i32)
+    (local $lp i32) (local $denom f32)
+    (local.set $Dh4 (i32.shl (local.get $Dh) (i32.const 2)))
+    (local.set $kvW4 (i32.mul (local.get $Hkv) (local.get $Dh4)))
+    (local.set $group (i32.div_u (local.get $H) (local.get $Hkv)))
+    (local.set $t (local.get $t0))
+    (block $tokens_done
+      (loop $token
+        (br_if $tokens_done (i32.ge_u (local.get $t) (local.get $t1)))
+        (local.set $pos (i32.load offset=0 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
+        (local.set $pt (i32.load offset=4 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
+        (local.set $g (i32.const 0))
+        (block $groups_done
+          (loop $group_l
+            (br_if $groups_done (i32.ge_u (local.get $g) (local.get $Hkv)))
+            (local.set $lp (select
+              (i32.add (local.get $blocks) (i32.shl (i32.mul (i32.add (i32.mul (local.get $g) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2)))
+              (i32.const 0)
+              (local.get $blocks)))
+            (local.set $nbl (call $blockList (local.get $lp) (local.get $topk) (local.get $pos) (local.get $S) (local.get $blist)))
+            (local.set $hh (i32.const 0))
+            (block $heads_done
+              (loop $head
+                (br_if $heads_done (i32.ge_u (local.get $hh) (local.get $group)))
+                (local.set $h (i32.add (i32.mul (local.get $g) (local.get $group)) (local.get $hh)))
+                (local.set $qo (i32.mul (i32.add (i32.mul (local.get $t) (local.get $H)) (local.get $h)) (local.get $Dh4)))
+                (local.set $n (call $scores (i32.add (local.get $q) (local.get $qo))
+                  (i32.add (local.get $k) (i32.mul (local.get $g) (local.get $Dh4)))
+                  (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
+                  (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $scale)))
+                (local.set $denom (call $softmaxExp (local.get $sp) (local.get $n)))
+                (call $weighted (i32.add (local.get $out) (local.get $qo))
+                  (i32.add (local.get $v) (i32.mul (local.get $g) (local.get $Dh4)))
+                  (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
+                  (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $denom))
+                (local.set $hh (i32.add (local.get $hh) (i32.const 1)))
+                (br $head)))
+            (local.set $g (i32.add (local.get $g) (i32.const 1)))
+            (br $group_l)))
+        (local.set $t (i32.add (local.get $t) (i32.const 1)))
+        (br $token))))
+
+  ;; MSA block scores of one token: out[h*nb + b] = max over the visible keys j of block b
+  ;; (b < nb) of q_h * idxK[j], for index heads h < Hi. q [Hi*Di] at qp; idxK [P, S, Di].
+  (func (export "msa_scores") (param $qp i32) (param $kc i32) (param $pt i32) (param $pos i32)
+      (param $S i32) (param $Hi i32) (param $Di i32) (param $nb i32) (param $out i32)
+    (local $b i32) (local $h i32) (local $cnt i32) (local $j i32) (local $kp0 i32) (local $kp i32)
+    (local $Di4 i32) (local $qh i32) (local $best v128) (local $s f32)
+    (local.set $Di4 (i32.shl (local.get $Di) (i32.const 2)))
+    (block $blocks_done
+      (loop $block
+        (br_if $blocks_done (i32.ge_u (local.get $b) (local.get $nb)))
+        (local.set $cnt (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))
+        (local.set $kp0 (i32.add (local.get $kc) (i32.mul (local.get $Di4)
+          (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
+        (local.set $h (i32.const 0))
+        (block $heads_done
+          (loop $head
+            (br_if $heads_done (i32.ge_u (local.get $h) (local.get $Hi)))
+            (local.set $qh (i32.add (local.get $qp) (i32.mul (local.get $h) (local.get $Di4))))
+            (local.set $best (v128.const f32x4 -inf -inf -inf -inf))
+            (local.set $kp (local.get $kp0))
+            (local.set $j (i32.const 0))
+            (block $quads_done
+              (loop $quad
+                (br_if $quads_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $cnt)))
+                (local.set $best (f32x4.max (local.get $best)
+                  (call $dot4 (local.get $qh) (local.get $kp) (local.get $Di4) (local.get $Di4))))
+                (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $Di4) (i32.const 2))))
+                (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                (br $quad)))
+            (local.set $s (f32.max
+              (f32.max (f32x4.extract_lane 0 (local.get $best)) (f32x4.extract_lane 1 (local.get $best)))
+              (f32.max (f32x4.extract_lane 2 (local.get $best)) (f32x4.extract_lane 3 (local.get $best)))))
+            (block $ones_done
+              (loop $one
+                (br_if $ones_done (i32.ge_s (local.get $j) (local.get $cnt)))
+                (local.set $s (f32.max (local.get $s) (call $dot1 (local.get $qh) (local.get $kp) (local.get $Di4))))
+                (local.set $kp (i32.add (local.get $kp) (local.get $Di4)))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $one)))
+            (f32.store (i32.add (local.get $out) (i32.shl (i32.add (i32.mul (local.get $h) (local.get $nb)) (local.get $b)) (i32.const 2)))
+              (local.get $s))
+            (local.set $h (i32.add (local.get $h) (i32.const 1)))
+            (br $head)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block))))
+)

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import type { MsaOptions } from '../../backend.js';
+import { layoutBatch, type ForwardBatch } from '../../forward-batch.js';
+import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
+import { msaSelectBlocks } from '../ops/msa-select.js';
+import { CpuKernels } from './cpu-kernels.js';
+
+function filled(k: CpuKernels, n: number, seed: number): Float32Array {
+  const a = k.heap.f32(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    a[i] = (s / 2 ** 31 - 0.5) * 2;
+  }
+  return a;
+}
+
+/** Sequences with shuffled page tables: (numCached, numNew) each, page size S. */
+function batchOf(seqs: [number, number][], S: number, numPages: number): ForwardBatch {
+  const pages = Array.from({ length: numPages }, (_, i) => (i * 7 + 3) % numPages);
+  let next = 0;
+  return {
+    tokenIds: new Int32Array(seqs.reduce((a, [, n]) => a + n, 0)),
+    seqs: seqs.map(([numCached, numNew]) => {
+      const len = Math.ceil((numCached + numNew) / S);
+      const pageTable = Int32Array.from(pages.slice(next, next + len));
+      next += len;
+      return { numCached, numNew, pageTable };
+    }),
+    pageSize: S,
+    logitsFor: 'last',
+  };
+}
+
+const H = 4;
+const Hkv = 2;
+const Dh = 16;
+const S = 4;
+const P = 64;
+
+function attentionCase(k: CpuKernels, seqs: [number, number][], topk: number) {
+  const batch = batchOf(seqs, S, P);
+  const layout = layoutBatch(batch);
+  const T = layout.numTokens;
+  let blocks: Int32Array | null = null;
+  if (topk > 0) {
+    blocks = k.heap.i32(Hkv * T * topk);
+    blocks.fill(-1);
+    for (let g = 0; g < Hkv; g++)
+      for (let t = 0; t < T; t++) {
+        const nb = Math.floor(layout.positions[t]! / S) + 1;
+        // a descending, partly-filled list: the kernel must sort it and skip −1
+        for (let i = 0; i < Math.min(topk, nb); i++)
+          blocks[(g * T + t) * topk + i] = nb - 1 - ((i * (g + 2)) % nb);
+        const seen = new Set<number>();
+        for (let i = 0; i < topk; i++) {
+          const at = (g * T + t) * topk + i;
+          if (seen.has(blocks[at]!)) blocks[at] = -1;
+          seen.add(blocks[at]!);
+        }
+      }
+  }
+  const args = (out: Float32Array): PagedAttentionArgs => ({
+    out,
+    q: filled(k, T * H * Dh, 1),
+    k: filled(k, P * S * Hkv * Dh, 2),
+    v: filled(k, P * S * Hkv * Dh, 3),
+    numHeads: H,
+    numKvHeads: Hkv,
+    headDim: Dh,
+    scale: 0.7,
+    blocks,
+    topk,
+  });
+  return { batch, layout, args, T };
+}
+
+describe('WASM SIMD paged attention', () => {
+  it.each([
+    ['dense, prefill + decode mix', 0],
+    ['MSA blocks', 3],
+  ])('matches the float64 JS kernel (%s)', (_name, topk) => {
+    const k = new CpuKernels();
+    const c = attentionCase(
+      k,
+      [
+        [0, 9],
+        [13, 1],
+        [30, 3],
+        [4, 1],
+      ],
+      topk,
+    );
+    const got = k.heap.f32(c.T * H * Dh);
+    const ref = new Float32Array(c.T * H * Dh);
+    const a = c.args(got);
+    k.attention(a, c.batch, c.layout);
+    pagedAttention({ ...a, out: ref }, c.batch, c.layout);
+    for (let i = 0; i < ref.length; i++) expect(Math.abs(got[i]! - ref[i]!)).toBeLessThan(2e-6);
+  });
+
+  it('gives a token the same bits alone as in a batch', () => {
+    const k = new CpuKernels();
+    const c = attentionCase(
+      k,
+      [
+        [0, 7],
+        [21, 1],
+      ],
+      0,
+    );
+    const all = k.heap.f32(c.T * H * Dh);
+    const a = c.args(all);
+    k.attention(a, c.batch, c.layout);
+    // the decode token alone: same cache, same page table
+    const one: ForwardBatch = { ...c.batch, tokenIds: new Int32Array(1), seqs: [c.batch.seqs[1]!] };
+    const out1 = k.heap.f32(H * Dh);
+    const q1 = k.heap.f32(H * Dh);
+    q1.set(a.q.subarray(7 * H * Dh, 8 * H * Dh));
+    k.attention({ ...a, out: out1, q: q1 }, one, layoutBatch(one));
+    expect(Array.from(out1)).toEqual(Array.from(all.subarray(7 * H * Dh, 8 * H * Dh)));
+  });
+});
+
+describe('WASM MSA block selection', () => {
+  it('selects the same blocks as the float64 JS kernel', () => {
+    const k = new CpuKernels();
+    const Hi = 2;
+    const Di = 16;
+    const o: MsaOptions = {
+      numIndexHeads: Hi,
+      indexDim: Di,
+      topk: 3,
+      initBlocks: 1,
+      localBlocks: 1,
+    };
+    const batch = batchOf(
+      [
+        [0, 23],
+        [40, 1],
+        [6, 2],
+        [1, 1],
+      ],
+      S,
+      P,
+    );
+    const layout = layoutBatch(batch);
+    const T = layout.numTokens;
+    const idxQ = filled(k, T * Hi * Di, 5);
+    const idxK = filled(k, P * S * Di, 6);
+    const got = k.heap.i32(Hi * T * o.topk);
+    const ref = new Int32Array(Hi * T * o.topk);
+    k.msaSelect(got, idxQ, idxK, batch, layout, o);
+    msaSelectBlocks(ref, idxQ, idxK, batch, layout, o);
+    expect(Array.from(got)).toEqual(Array.from(ref));
+    expect(Array.from(got).filter((b) => b > 1).length).toBeGreaterThan(T); // real choices made
+  });
+});
