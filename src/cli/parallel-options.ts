@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { ForwardModel } from '../model/forward-model.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
@@ -49,6 +50,12 @@ export const PARALLEL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     description: `fused arithmetic the trace checks (measurement only): ${REDUCTION_VARIANTS.join('|')}`,
     valueName: 'V',
   },
+  'cpu-threads': {
+    type: 'string',
+    description:
+      'threads of the CPU backend (default: the available cores, shared among the --tp ranks)',
+    valueName: 'N',
+  },
   comm: {
     type: 'string',
     description: 'communicator: cpu or nccl (default: by backend)',
@@ -96,6 +103,13 @@ export interface OpenedModel {
   abort(): Promise<void>;
 }
 
+/** --cpu-threads, or the available cores divided among `tp` ranks (at least 1). */
+export function cpuThreadsFrom(values: Record<string, unknown>, tp: number): number {
+  const n = intOption(values, 'cpu-threads', Math.max(1, Math.floor(availableParallelism() / tp)));
+  if (n < 1 || n > 256) throw new UsageError('--cpu-threads must be in 1..256');
+  return n;
+}
+
 export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOptions): RankSpec {
   const tp = intOption(values, 'tp', 1);
   if (tp < 1) throw new UsageError('--tp must be at least 1');
@@ -120,6 +134,7 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
     allReduceFusion,
     fuseSharedExperts: m.fuseSharedExperts,
     ...(m.loadFormat && { loadFormat: m.loadFormat }),
+    cpuThreads: cpuThreadsFrom(values, tp),
     ...(typeof traceDir === 'string' && traceDir !== ''
       ? { allReduceTrace: { dir: resolve(traceDir), variant } }
       : {}),
@@ -179,7 +194,7 @@ export async function openModel(
     );
   if (spec.tp === 1) {
     const model = await loadModel(spec.modelDir, {
-      backend: await createBackend(spec.backend),
+      backend: await createBackend(spec.backend, { cpuThreads: spec.cpuThreads }),
       fuseSharedExperts: spec.fuseSharedExperts,
       allReduceFusion: spec.allReduceFusion,
       allReduceTrace: spec.allReduceTrace,

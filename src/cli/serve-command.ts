@@ -28,7 +28,7 @@ import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
 import { intOption, UsageError, type Command } from './command.js';
 import { LOAD_OPTIONS, loadFormatOption, stderrLoadProgress } from './load-options.js';
-import { openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
+import { cpuThreadsFrom, openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
 import { SERVE_LIMITS_OPTIONS, serveLimits } from './serve-limits-options.js';
 
 /** The model `npm start` serves: bundled with the package (see the tiny-model issue). */
@@ -42,6 +42,8 @@ const DEFAULT_MODEL_NAME = 'moeserve-tiny-m3';
 
 export interface EngineFactoryOptions {
   readonly backend: string;
+  /** Threads of the CPU backend (`--cpu-threads`). */
+  readonly cpuThreads?: number;
   readonly maxModelLen?: number;
   readonly numPages?: number;
   readonly maxNumSeqs?: number;
@@ -97,7 +99,7 @@ export async function createEngineFromModelDir(
     o.runner ??
     new M3ModelRunner(
       await loadModel(dir, {
-        backend: await createBackend(o.backend),
+        backend: await createBackend(o.backend, { cpuThreads: o.cpuThreads }),
         ...(o.loadFormat && { loadFormat: o.loadFormat }),
         ...(o.progress && { progress: o.progress }),
       }),
@@ -299,6 +301,7 @@ export const serveCommand: Command = {
     if (dist === 'other-host') return 0;
     const serving = await createEngineFromModelDir(dir, {
       backend,
+      cpuThreads: cpuThreadsFrom(values, 1),
       maxModelLen,
       numPages,
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),

@@ -1,164 +1,121 @@
 /**
- * `npm run bench:cpu`: the CPU backend's matmul GFLOP/s against this machine's peak, and
- * prefill / decode tokens/s of a small MiniMax-M3 (random weights, the bundled model's shape).
- * Prints a table and writes docs/benchmarks/cpu.json.
+ * `npm run bench:cpu [-- --threads N] [--baseline DIR]`: the CPU backend on this machine.
+ * - the core clock, measured (dependent-add chain), and the peaks derived from it;
+ * - matmul GFLOP/s (WASM SIMD on 1 and N threads, the JS kernel) beside numpy/OpenBLAS;
+ * - attention + MSA selection GFLOP/s (WASM against the float64 JS kernels);
+ * - the bundled model (models/moeserve-tiny-m3): prefill 128/512, decode B = 1, 8, 32 at
+ *   context 256 and B = 1 at context 4,000, on N threads and on 1.
+ * `--baseline DIR` also runs DIR/dist/backend/cpu/cpu-backend.js (another build of this
+ * repository, e.g. a checkout of an older commit) row by row beside this one.
+ * Steady state only: warm-up calls are never timed; medians. Prints tables and appends a
+ * record to docs/benchmarks/cpu.json. Takes about 2 minutes on 2 cores.
  */
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, readFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { Backend } from '../backend/backend.js';
 import { CpuBackend } from '../backend/cpu/cpu-backend.js';
-import { matmulF32 } from '../backend/cpu/ops/matmul.js';
 import { CpuKernels } from '../backend/cpu/wasm/cpu-kernels.js';
-import { argmax, generateTokens } from '../model/generate.js';
-import { loadModel } from '../model/load-model.js';
-import { runForward } from '../model/run-forward.js';
-import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
-import { PRESETS, withNumLayers } from '../model/weights/random-presets.js';
-import { readEnv } from '../config/env.js';
+import { blasReference, type BlasResult, type BlasRow } from './cpu/blas-reference.js';
+import { measureClockGhz } from './cpu/clock.js';
+import { benchAttention, benchMatmul, type KernelRow } from './cpu/kernel-bench.js';
+import { benchModel, type BenchBackend, type ModelRow } from './cpu/model-bench.js';
 
-function cpuinfoMhz(): number {
-  try {
-    const m = /cpu MHz\s*:\s*([\d.]+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
+const BUNDLED_MODEL = fileURLToPath(new URL('../../models/moeserve-tiny-m3', import.meta.url));
+
+const SHAPES = [
+  [1, 4096, 1024],
+  [16, 1024, 1024],
+  [128, 1024, 1024],
+  [512, 768, 256],
+] as const;
+
+const pad = (s: string | number, n: number): string => String(s).padStart(n);
+const fmt = (x: number, d = 1): string => x.toFixed(d);
+
+async function baselineBackend(dir: string): Promise<Backend> {
+  const url = pathToFileURL(resolve(dir, 'dist/backend/cpu/cpu-backend.js')).href;
+  const mod = (await import(url)) as { CpuBackend: new () => Backend };
+  return new mod.CpuBackend();
+}
+
+function matmulSection(threads: number, wasmPeak: number): { mm: KernelRow[]; blas: BlasResult } {
+  const k1 = new CpuKernels({ threads: 1 });
+  const kN = new CpuKernels({ threads });
+  const mm: KernelRow[] = [];
+  for (const [M, N, K] of SHAPES) {
+    mm.push(...benchMatmul(k1, 'wasm 1 thread', M, N, K, true));
+    if (threads > 1) mm.push(...benchMatmul(kN, `wasm ${threads} threads`, M, N, K, false));
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
-
-function time(fn: () => void, reps: number): number {
-  fn(); // warm-up (JIT)
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    fn();
-    ts.push(performance.now() - t0);
-  }
-  return median(ts);
-}
-
-interface MatmulRow {
-  shape: string;
-  kernel: 'wasm-simd' | 'js';
-  ms: number;
-  gflops: number;
-}
-
-/** The WASM SIMD kernel (operands in the heap) and the JS fallback on the same shape. */
-function benchMatmul(M: number, N: number, K: number): MatmulRow[] {
-  const k = new CpuKernels();
-  const fill = (n: number): Float32Array => {
-    const a = k.heap.f32(n); // filled in place: .map() would copy out of the heap
-    for (let i = 0; i < n; i++) a[i] = Math.random() - 0.5;
-    return a;
-  };
-  const [x, w, out] = [fill(M * K), fill(N * K), k.heap.f32(M * N)];
-  const flop = 2 * M * N * K;
-  const simd = time(() => k.matmul(out, x, w, M, N, K), 5);
-  const js = time(() => matmulF32(out, x, w, M, N, K), 3);
-  return [
-    { shape: `${M}x${N}x${K}`, kernel: 'wasm-simd', ms: simd, gflops: flop / (simd * 1e6) },
-    { shape: `${M}x${N}x${K}`, kernel: 'js', ms: js, gflops: flop / (js * 1e6) },
-  ];
-}
-
-/** The bundled model's shape (hidden 256, 6 layers, 8 experts top-2, MSA block 16). */
-function smallConfig(): Record<string, unknown> {
-  const raw = withNumLayers(PRESETS['tiny']!(), 6);
-  const sparse = raw['sparse_attention_config'] as Record<string, unknown>;
-  return {
-    ...raw,
-    hidden_size: 256,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    head_dim: 64,
-    rotary_dim: 32,
-    vocab_size: 4096,
-    intermediate_size: 256,
-    shared_intermediate_size: 256,
-    dense_intermediate_size: 768,
-    sparse_attention_config: {
-      ...sparse,
-      sparse_index_dim: 64,
-      sparse_num_index_heads: 2,
-      sparse_block_size: 16,
-      sparse_topk_blocks: 4,
-    },
-  };
-}
-
-async function benchModel(): Promise<Record<string, number>> {
-  const dir = mkdtempSync(join(tmpdir(), 'moeserve-bench-'));
-  try {
-    writeRandomCheckpoint({ config: smallConfig(), outDir: dir, dtype: 'bf16', seed: 1 });
-    const model = await loadModel(dir, { backend: new CpuBackend() });
-    const result: Record<string, number> = {};
-    for (const T of [128, 512]) {
-      const ids = Array.from({ length: T }, (_, i) => (i * 7919) % model.cfg.vocabSize);
-      await runForward(model, ids.slice(0, 16)); // warm-up
-      const t0 = performance.now();
-      await runForward(model, ids);
-      result[`prefill_${T}_tok_s`] = T / ((performance.now() - t0) / 1000);
-    }
-    const prompt = Array.from({ length: 32 }, (_, i) => i + 1);
-    const decode = async (n: number): Promise<number> => {
-      let count = 0;
-      for await (const _ of generateTokens(model, prompt, {
-        maxTokens: n,
-        eosTokenIds: [],
-        pick: argmax,
-      }))
-        count++;
-      return count;
-    };
-    await decode(16); // warm-up (JIT)
-    const t0 = performance.now();
-    const count = await decode(256);
-    result['decode_tok_s'] = count / ((performance.now() - t0) / 1000);
-    return result;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function main(): Promise<void> {
-  const cpu = cpus()[0];
-  const mhz = cpu?.speed || (readEnv().cpuMhz ?? cpuinfoMhz());
-  // JS arithmetic is scalar float64: at best one multiply and one add per cycle per core.
-  const scalarPeak = (2 * mhz) / 1000;
-  const simdPeak = (64 * mhz) / 1000; // AVX-512: 2 FMA units × 16 f32 lanes × 2 flops
-  const shapes = [
-    [1, 4096, 1024],
-    [16, 1024, 1024],
-    [128, 1024, 1024],
-    [512, 768, 256],
-  ] as const;
-  const mm = shapes.flatMap(([M, N, K]) => benchMatmul(M, N, K));
-  console.log(`CPU: ${cpu?.model ?? '?'} @ ${mhz} MHz, ${cpus().length} cores; one thread used`);
-  console.log('\nmatmul, median of 5 (wasm-simd: f32x4 accumulation; js: float64 accumulation)');
-  console.log('shape (MxNxK)    kernel        ms    GFLOP/s  % scalar peak  % SIMD peak');
+  k1.close();
+  kN.close();
+  const blas1 = blasReference(SHAPES, 1);
+  const blasN = threads > 1 ? blasReference(SHAPES, threads) : { rows: [], note: '' };
+  const blas: BlasRow[] = [...blas1.rows, ...blasN.rows];
+  console.log(
+    `\nmatmul out[M,N] = x[M,K]·w[N,K]ᵀ, float32, median of 9 (reference: ${blas1.note})`,
+  );
+  console.log(
+    'shape (MxNxK)    kernel              ms   GFLOP/s  % WASM peak×thr  vs BLAS same threads  load',
+  );
   for (const r of mm) {
-    console.log(
-      `${r.shape.padEnd(16)} ${r.kernel.padEnd(9)} ${r.ms.toFixed(2).padStart(7)} ${r.gflops.toFixed(2).padStart(10)} ${((100 * r.gflops) / scalarPeak).toFixed(0).padStart(12)}% ${((100 * r.gflops) / simdPeak).toFixed(1).padStart(10)}%`,
-    );
+    const t = r.kernel.startsWith('wasm') ? Number(/(\d+) thread/.exec(r.kernel)![1]) : 1;
+    const ref = blas.find((b) => b.shape === r.what && b.threads === t);
+    const ratio = ref ? `${fmt(r.gflops / ref.gflops, 2)}× (${fmt(ref.gflops)})` : '—';
+    // prettier-ignore
+    console.log(`${r.what.padEnd(16)} ${r.kernel.padEnd(16)} ${pad(fmt(r.ms, 3), 8)} ${pad(fmt(r.gflops), 9)} ${pad(fmt((100 * r.gflops) / (wasmPeak * t), 0) + '%', 16)} ${pad(ratio, 21)} ${pad(fmt(r.load, 2), 5)}`);
   }
-  const model = await benchModel();
-  console.log('\nsmall MiniMax-M3 (hidden 256, 6 layers, 8 experts top-2, vocab 4096), batch 1');
-  for (const [k, v] of Object.entries(model)) console.log(`${k.padEnd(22)} ${v.toFixed(1)}`);
-  const out = {
-    date: new Date().toISOString(),
-    cpu: cpu?.model,
-    mhz,
-    cores: cpus().length,
-    scalar_peak_gflops: scalarPeak,
-    simd_peak_gflops: simdPeak,
-    matmul: mm,
-    model,
-  };
+  return { mm, blas: { note: blas1.note, rows: blas } };
+}
+
+function attentionSection(threads: number): KernelRow[] {
+  const k1 = new CpuKernels({ threads: 1 });
+  const kN = new CpuKernels({ threads });
+  const at: KernelRow[] = [];
+  const cases = [[1, 0, 512], [1, 4000, 1], [32, 256, 1]] as const; // prettier-ignore
+  for (const [B, ctx, n] of cases) {
+    at.push(...benchAttention(k1, 'wasm 1 thread', B, ctx, n, true));
+    if (threads > 1) at.push(...benchAttention(kN, `wasm ${threads} threads`, B, ctx, n, false));
+  }
+  k1.close();
+  kN.close();
+  console.log(
+    '\nattention (dense + MSA-sparse) + MSA selection, bundled shapes (H 4, Hkv 2, Dh 64, S 16, top-4)',
+  );
+  console.log('case                  kernel              ms   GFLOP/s  load');
+  // prettier-ignore
+  for (const r of at) console.log(`${r.what.padEnd(21)} ${r.kernel.padEnd(16)} ${pad(fmt(r.ms, 3), 8)} ${pad(fmt(r.gflops), 9)} ${pad(fmt(r.load, 2), 5)}`);
+  return at;
+}
+
+async function modelSection(threads: number, baseline: string | undefined): Promise<ModelRow[]> {
+  const backends: BenchBackend[] = [];
+  if (baseline) backends.push({ label: 'baseline', backend: await baselineBackend(baseline) });
+  const bN = new CpuBackend({ threads });
+  const b1 = threads > 1 ? new CpuBackend({ threads: 1 }) : null;
+  backends.push({ label: `${threads} thread${threads > 1 ? 's' : ''}`, backend: bN });
+  if (b1) backends.push({ label: '1 thread', backend: b1 });
+  const model = await benchModel(BUNDLED_MODEL, backends, {
+    prefillLens: [128, 512],
+    decode: [
+      [1, 256],
+      [8, 256],
+      [32, 256],
+      [1, 4000],
+    ],
+  });
+  bN.close();
+  b1?.close();
+  console.log('\nbundled model (models/moeserve-tiny-m3), steady state, median step');
+  console.log('step                  backend         tok/s   ms/step  load');
+  // prettier-ignore
+  for (const r of model) console.log(`${r.what.padEnd(21)} ${r.backend.padEnd(12)} ${pad(fmt(r.tokS, 0), 8)} ${pad(fmt(r.ms, 3), 9)} ${pad(fmt(r.load, 2), 5)}`);
+  return model;
+}
+
+function appendRecord(record: object): void {
   mkdirSync('docs/benchmarks', { recursive: true });
   const file = 'docs/benchmarks/cpu.json';
   let history: unknown[] = [];
@@ -167,8 +124,45 @@ async function main(): Promise<void> {
   } catch {
     history = [];
   }
-  writeFileSync(file, JSON.stringify([...history, out], null, 2) + '\n');
+  writeFileSync(file, JSON.stringify([...history, record], null, 2) + '\n');
   console.log(`\nwrote ${file}`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { threads: { type: 'string' }, baseline: { type: 'string' } },
+  });
+  const threads = Number(values.threads ?? availableParallelism());
+  if (!Number.isInteger(threads) || threads < 1)
+    throw new Error(`--threads: ${values.threads} is not a positive integer`);
+  const ghz = measureClockGhz();
+  // AVX-512 f32: 2 FMA pipes × 16 lanes × 2 flops = 64 flops/cycle. WASM SIMD is 128-bit
+  // with no FMA: at best 2 multiplies + 2 adds of 4 lanes (Zen 5: 2 FMUL + 2 FADD pipes) = 16.
+  const avx512Peak = 64 * ghz;
+  const wasmPeak = 16 * ghz;
+  const load0 = loadavg()[0]!;
+  // prettier-ignore
+  console.log(`CPU: ${cpus()[0]?.model ?? '?'}, ${cpus().length} cores, measured clock ${fmt(ghz, 2)} GHz (/proc/cpuinfo: ${cpus()[0]?.speed ?? '?'} MHz); load ${fmt(load0, 2)}`);
+  // prettier-ignore
+  console.log(`per-core peaks at that clock: AVX-512 f32 FMA ${fmt(avx512Peak, 0)} GFLOP/s, 128-bit WASM SIMD (mul + add) ${fmt(wasmPeak, 1)} GFLOP/s`);
+  const { mm, blas } = matmulSection(threads, wasmPeak);
+  const attention = attentionSection(threads);
+  const model = await modelSection(threads, values.baseline);
+  appendRecord({
+    date: new Date().toISOString(),
+    cpu: cpus()[0]?.model,
+    cores: cpus().length,
+    threads,
+    measured_ghz: ghz,
+    load_start: load0,
+    load_end: loadavg()[0],
+    avx512_peak_gflops_per_core: avx512Peak,
+    wasm_simd_peak_gflops_per_core: wasmPeak,
+    matmul: mm,
+    blas,
+    attention,
+    model,
+  });
 }
 
 await main();

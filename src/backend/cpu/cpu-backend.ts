@@ -18,20 +18,31 @@ import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
 import { addRmsNormRows, rmsNormRows } from './ops/norm.js';
 import { ropeNeox } from './ops/rope.js';
-import { CpuKernels } from './wasm/cpu-kernels.js';
+import { CpuKernels, type CpuKernelsOptions } from './wasm/cpu-kernels.js';
 
 interface CpuBatchMeta extends BatchMeta {
   readonly layout: BatchLayout;
 }
 
 /**
- * The float32 reference backend: every float dtype is stored as float32 and accumulated in
- * float64. Every other backend is tested against this one.
+ * The float32 reference backend: every float dtype is stored as float32; the hot kernels run
+ * in WASM SIMD with float32 accumulation (float64 JS kernels are their reference and
+ * fallback). Every other backend is tested against this one.
  */
 export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
   readonly memory = 'host' as const;
-  readonly kernels = new CpuKernels();
+  readonly kernels: CpuKernels;
+
+  /** `threads`: threads the kernels use, this one included (default 1; `--cpu-threads`). */
+  constructor(o: CpuKernelsOptions = {}) {
+    this.kernels = new CpuKernels(o);
+  }
+
+  /** Ends the kernels' worker threads. */
+  close(): void {
+    this.kernels.close();
+  }
 
   storageDtype(dtype: DType): DType {
     return dtype === 'i32' ? 'i32' : 'f32';

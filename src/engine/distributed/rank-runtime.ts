@@ -23,7 +23,7 @@ export interface RankRuntime {
  * the unique id rank 0 handed out in the rendezvous) and loads its slice of the checkpoint.
  */
 export async function createRankRuntime(spec: RankSpec, group: ProcessGroup): Promise<RankRuntime> {
-  const backend = await createBackend(spec.backend);
+  const backend = await createBackend(spec.backend, { cpuThreads: spec.cpuThreads });
   const inner = await createCommunicator(spec, group, backend);
   const comm = spec.profileComm ? new TimedCommunicator(inner, () => backend.synchronize()) : inner;
   const model = await loadModel(spec.modelDir, {

@@ -19,6 +19,8 @@ export interface RankSpec {
   readonly fuseSharedExperts: boolean;
   /** `--load-format` (default auto). */
   readonly loadFormat?: LoadFormat;
+  /** Threads of each rank's CPU backend (`--cpu-threads`). */
+  readonly cpuThreads?: number;
   /** Fused-versus-native trace of every deferred reduction (`--allreduce-trace DIR`). */
   readonly allReduceTrace?: { readonly dir: string; readonly variant: ReductionVariant };
   /** Time every collective, with a device sync on each side (benchmarks only). */

@@ -254,59 +254,57 @@
         (br $l)))
     (local.get $n))
 
-  ;; out[t, h*Dh ..] for tokens t in [t0, t1): softmax(scale * q*K^T) * V over the visible keys.
-  ;; q, out [T, H*Dh]; k, v [P, S, Hkv*Dh]; blocks [Hkv, T, topk] or 0 (dense).
-  ;; Scratch: blist (i32, >= max blocks seen + topk) and sp (f32, >= max keys seen + 4).
+  ;; out[t, h*Dh ..] for the work units u = u0, u0 + ustep, ... < u1, unit u = (token t, KV
+;; group g) = (u / Hkv, u mod Hkv): softmax(scale * q.K^T) . V over the visible keys for the
+;; group's query heads. q, out [T, H*Dh]; k, v [P, S, Hkv*Dh]; blocks [Hkv, T, topk] or 0 (dense).
+;; Scratch (the caller's, one per thread): blist (i32, >= max blocks + topk) and sp (f32,
+;; >= max visible keys + 4).
   (func (export "attention") (param $out i32) (param $q i32) (param $k i32) (param $v i32)
-      (param $meta i32) (param $blocks i32) (param $T i32) (param $t0 i32) (param $t1 i32)
+      (param $meta i32) (param $blocks i32) (param $T i32) (param $u0 i32) (param $u1 i32) (param $ustep i32)
       (param $H i32) (param $Hkv i32) (param $Dh i32) (param $S i32) (param $topk i32)
       (param $scale f32) (param $blist i32) (param $sp i32)
-    (local $t i32) (local $g i32) (local $hh i32) (local $group i32) (local $pos i32) (local $pt i32)
+    (local $u i32) (local $t i32) (local $g i32) (local $hh i32) (local $group i32) (local $pos i32) (local $pt i32)
     (local $Dh4 i32) (local $kvW4 i32) (local $nbl i32) (local $n i32) (local $h i32) (local $qo i32)
     (local $lp i32) (local $denom f32)
     (local.set $Dh4 (i32.shl (local.get $Dh) (i32.const 2)))
     (local.set $kvW4 (i32.mul (local.get $Hkv) (local.get $Dh4)))
     (local.set $group (i32.div_u (local.get $H) (local.get $Hkv)))
-    (local.set $t (local.get $t0))
-    (block $tokens_done
-      (loop $token
-        (br_if $tokens_done (i32.ge_u (local.get $t) (local.get $t1)))
+    (local.set $u (local.get $u0))
+    (block $units_done
+      (loop $unit
+        (br_if $units_done (i32.ge_u (local.get $u) (local.get $u1)))
+        (local.set $t (i32.div_u (local.get $u) (local.get $Hkv)))
+        (local.set $g (i32.rem_u (local.get $u) (local.get $Hkv)))
         (local.set $pos (i32.load offset=0 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
         (local.set $pt (i32.load offset=4 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
-        (local.set $g (i32.const 0))
-        (block $groups_done
-          (loop $group_l
-            (br_if $groups_done (i32.ge_u (local.get $g) (local.get $Hkv)))
-            (local.set $lp (select
-              (i32.add (local.get $blocks) (i32.shl (i32.mul (i32.add (i32.mul (local.get $g) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2)))
-              (i32.const 0)
-              (local.get $blocks)))
-            (local.set $nbl (call $blockList (local.get $lp) (local.get $topk) (local.get $pos) (local.get $S) (local.get $blist)))
-            (local.set $hh (i32.const 0))
-            (block $heads_done
-              (loop $head
-                (br_if $heads_done (i32.ge_u (local.get $hh) (local.get $group)))
-                (local.set $h (i32.add (i32.mul (local.get $g) (local.get $group)) (local.get $hh)))
-                (local.set $qo (i32.mul (i32.add (i32.mul (local.get $t) (local.get $H)) (local.get $h)) (local.get $Dh4)))
-                (local.set $n (call $scores (i32.add (local.get $q) (local.get $qo))
-                  (i32.add (local.get $k) (i32.mul (local.get $g) (local.get $Dh4)))
-                  (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
-                  (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $scale)))
-                (local.set $denom (call $softmaxExp (local.get $sp) (local.get $n)))
-                (call $weighted (i32.add (local.get $out) (local.get $qo))
-                  (i32.add (local.get $v) (i32.mul (local.get $g) (local.get $Dh4)))
-                  (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
-                  (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $denom))
-                (local.set $hh (i32.add (local.get $hh) (i32.const 1)))
-                (br $head)))
-            (local.set $g (i32.add (local.get $g) (i32.const 1)))
-            (br $group_l)))
-        (local.set $t (i32.add (local.get $t) (i32.const 1)))
-        (br $token))))
+        (local.set $lp (select
+          (i32.add (local.get $blocks) (i32.shl (i32.mul (i32.add (i32.mul (local.get $g) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2)))
+          (i32.const 0)
+          (local.get $blocks)))
+        (local.set $nbl (call $blockList (local.get $lp) (local.get $topk) (local.get $pos) (local.get $S) (local.get $blist)))
+        (local.set $hh (i32.const 0))
+        (block $heads_done
+          (loop $head
+            (br_if $heads_done (i32.ge_u (local.get $hh) (local.get $group)))
+            (local.set $h (i32.add (i32.mul (local.get $g) (local.get $group)) (local.get $hh)))
+            (local.set $qo (i32.mul (i32.add (i32.mul (local.get $t) (local.get $H)) (local.get $h)) (local.get $Dh4)))
+            (local.set $n (call $scores (i32.add (local.get $q) (local.get $qo))
+              (i32.add (local.get $k) (i32.mul (local.get $g) (local.get $Dh4)))
+              (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
+              (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $scale)))
+            (local.set $denom (call $softmaxExp (local.get $sp) (local.get $n)))
+            (call $weighted (i32.add (local.get $out) (local.get $qo))
+              (i32.add (local.get $v) (i32.mul (local.get $g) (local.get $Dh4)))
+              (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
+              (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $denom))
+            (local.set $hh (i32.add (local.get $hh) (i32.const 1)))
+            (br $head)))
+        (local.set $u (i32.add (local.get $u) (local.get $ustep)))
+        (br $unit))))
 
-  ;; MSA block scores of one token: out[h*nb + b] = max over the visible keys j of block b
+;; MSA block scores of one token: out[h*nb + b] = max over the visible keys j of block b
   ;; (b < nb) of q_h * idxK[j], for index heads h < Hi. q [Hi*Di] at qp; idxK [P, S, Di].
-  (func (export "msa_scores") (param $qp i32) (param $kc i32) (param $pt i32) (param $pos i32)
+  (func $msaScores (param $qp i32) (param $kc i32) (param $pt i32) (param $pos i32)
       (param $S i32) (param $Hi i32) (param $Di i32) (param $nb i32) (param $out i32)
     (local $b i32) (local $h i32) (local $cnt i32) (local $j i32) (local $kp0 i32) (local $kp i32)
     (local $Di4 i32) (local $qh i32) (local $best v128) (local $s f32)
@@ -349,4 +347,89 @@
             (br $head)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block))))
+;; MSA block selection (ops/msa-select.ts's rule) for the work units u = u0, u0 + ustep, ...
+;; < u1, unit u = (token t, index head h) = (u / Hi, u mod Hi): blocks 0..nb-1 (nb =
+;; floor(pos/S) + 1) when nb <= topk, else the first `init` and last `local` blocks plus the
+;; best-scoring others (ties to the lower index), ascending, into out[(h*T + t)*topk ..],
+;; unused slots -1. q [T, Hi*Di]; idxK [P, S, Di]. Scratch (one per thread): scores (f32, >= max
+;; nb) and taken (bytes, >= max nb).
+  (func (export "msa_select") (param $q i32) (param $kc i32) (param $meta i32) (param $out i32)
+      (param $T i32) (param $u0 i32) (param $u1 i32) (param $ustep i32) (param $S i32) (param $Hi i32)
+      (param $Di i32) (param $topk i32) (param $init i32) (param $local i32) (param $sc i32) (param $taken i32)
+    (local $u i32) (local $t i32) (local $h i32) (local $pos i32) (local $nb i32) (local $dst i32)
+    (local $b i32) (local $lo i32) (local $hi i32) (local $n i32) (local $best i32) (local $bs f32) (local $s f32) (local $i i32)
+    (local.set $u (local.get $u0))
+    (block $units_done
+      (loop $unit
+        (br_if $units_done (i32.ge_u (local.get $u) (local.get $u1)))
+        (local.set $t (i32.div_u (local.get $u) (local.get $Hi)))
+        (local.set $h (i32.rem_u (local.get $u) (local.get $Hi)))
+        (local.set $pos (i32.load offset=0 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
+        (local.set $nb (i32.add (i32.div_u (local.get $pos) (local.get $S)) (i32.const 1)))
+        (local.set $dst (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $h) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2))))
+        (if (i32.le_u (local.get $nb) (local.get $topk))
+          (then
+            (local.set $b (i32.const 0))
+            (block $d (loop $l
+              (br_if $d (i32.ge_u (local.get $b) (local.get $topk)))
+              (i32.store (i32.add (local.get $dst) (i32.shl (local.get $b) (i32.const 2)))
+                (select (local.get $b) (i32.const -1) (i32.lt_u (local.get $b) (local.get $nb))))
+              (local.set $b (i32.add (local.get $b) (i32.const 1)))
+              (br $l))))
+          (else
+            (call $msaScores
+              (i32.add (local.get $q) (i32.shl (i32.mul (i32.add (i32.mul (local.get $t) (local.get $Hi)) (local.get $h)) (local.get $Di)) (i32.const 2)))
+              (local.get $kc)
+              (i32.load offset=4 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3))))
+              (local.get $pos) (local.get $S) (i32.const 1) (local.get $Di) (local.get $nb) (local.get $sc))
+            (local.set $lo (select (local.get $init) (local.get $nb) (i32.lt_u (local.get $init) (local.get $nb))))
+            (local.set $hi (i32.sub (local.get $nb) (local.get $local)))
+            (local.set $hi (select (local.get $hi) (local.get $lo) (i32.gt_s (local.get $hi) (local.get $lo))))
+            ;; forced blocks
+            (local.set $b (i32.const 0))
+            (block $d (loop $l
+              (br_if $d (i32.ge_u (local.get $b) (local.get $nb)))
+              (i32.store8 (i32.add (local.get $taken) (local.get $b))
+                (i32.or (i32.lt_u (local.get $b) (local.get $lo)) (i32.ge_u (local.get $b) (local.get $hi))))
+              (local.set $b (i32.add (local.get $b) (i32.const 1)))
+              (br $l)))
+            (local.set $n (i32.add (local.get $lo) (i32.sub (local.get $nb) (local.get $hi))))
+            ;; best-scoring others, one pass per free slot
+            (block $picked
+              (loop $pick
+                (br_if $picked (i32.ge_u (local.get $n) (local.get $topk)))
+                (local.set $best (i32.const -1))
+                (local.set $b (local.get $lo))
+                (block $d (loop $l
+                  (br_if $d (i32.ge_u (local.get $b) (local.get $hi)))
+                  (if (i32.eqz (i32.load8_u (i32.add (local.get $taken) (local.get $b))))
+                    (then
+                      (local.set $s (f32.load (i32.add (local.get $sc) (i32.shl (local.get $b) (i32.const 2)))))
+                      (if (i32.or (i32.lt_s (local.get $best) (i32.const 0)) (f32.gt (local.get $s) (local.get $bs)))
+                        (then (local.set $best (local.get $b)) (local.set $bs (local.get $s))))))
+                  (local.set $b (i32.add (local.get $b) (i32.const 1)))
+                  (br $l)))
+                (br_if $picked (i32.lt_s (local.get $best) (i32.const 0)))
+                (i32.store8 (i32.add (local.get $taken) (local.get $best)) (i32.const 1))
+                (local.set $n (i32.add (local.get $n) (i32.const 1)))
+                (br $pick)))
+            ;; taken blocks ascending, then -1; taken cleared
+            (local.set $i (i32.const 0))
+            (local.set $b (i32.const 0))
+            (block $d (loop $l
+              (br_if $d (i32.ge_u (local.get $b) (local.get $nb)))
+              (if (i32.and (i32.load8_u (i32.add (local.get $taken) (local.get $b))) (i32.lt_u (local.get $i) (local.get $topk)))
+                (then
+                  (i32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2))) (local.get $b))
+                  (local.set $i (i32.add (local.get $i) (i32.const 1)))))
+              (i32.store8 (i32.add (local.get $taken) (local.get $b)) (i32.const 0))
+              (local.set $b (i32.add (local.get $b) (i32.const 1)))
+              (br $l)))
+            (block $d (loop $l
+              (br_if $d (i32.ge_u (local.get $i) (local.get $topk)))
+              (i32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2))) (i32.const -1))
+              (local.set $i (i32.add (local.get $i) (i32.const 1)))
+              (br $l)))))
+        (local.set $u (i32.add (local.get $u) (local.get $ustep)))
+        (br $unit))))
 )

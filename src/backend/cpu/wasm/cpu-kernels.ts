@@ -2,61 +2,77 @@ import type { MsaOptions } from '../../backend.js';
 import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
 import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
 import { matmulF32, panelRows } from '../ops/matmul.js';
-import { msaSelectBlocks, pickBlocks } from '../ops/msa-select.js';
+import { msaSelectBlocks } from '../ops/msa-select.js';
 import { ATTENTION_WASM_BASE64, MATMUL_WASM_BASE64 } from './kernels-wasm.js';
 import { HeapScratch, StepTables } from './step-tables.js';
+import { ThreadPool } from './thread-pool.js';
 import { wasm } from './wasm-api.js';
 import { WasmHeap } from './wasm-heap.js';
 
-type WasmMatmul = (
-  o: number,
-  x: number,
-  w: number,
-  M: number,
-  N: number,
-  K: number,
-  P: number,
-) => void;
-
-// prettier-ignore
-type WasmAttention = (out: number, q: number, k: number, v: number, meta: number, blocks: number,
-  T: number, t0: number, t1: number, H: number, Hkv: number, Dh: number, S: number, topk: number,
-  scale: number, blist: number, scores: number) => void;
-
-// prettier-ignore
-type WasmMsaScores = (q: number, k: number, pt: number, pos: number, S: number, Hi: number,
-  Di: number, nb: number, out: number) => void;
-
 const compiled = new Map<string, object>();
 
-function instantiate(b64: string, memory: object): Record<string, unknown> {
+function compile(b64: string): object {
   let mod = compiled.get(b64);
   if (!mod) {
     mod = new wasm.Module(Buffer.from(b64, 'base64'));
     compiled.set(b64, mod);
   }
-  return new wasm.Instance(mod, { env: { memory } }).exports;
+  return mod;
+}
+
+const EXPORTS = ['matmul', 'attention', 'msa_select'] as const;
+type Row = [string, ...number[]];
+
+/** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
+const MIN_PARALLEL_FLOPS = 200_000;
+
+export interface CpuKernelsOptions {
+  /** Threads the kernels use, the caller's included (default 1). */
+  readonly threads?: number;
+  /**
+   * Kernels of fewer flops run on the calling thread alone (default 200k: a job costs a few
+   * µs). Tests set 0 so that every kernel of a small model is split.
+   */
+  readonly minParallelFlops?: number;
 }
 
 /**
- * The CPU backend's memory and hot kernels. matmul, attention and MSA block scoring run the
- * WASM SIMD kernels (matmul.wat, attention.wat) when all operands live in the heap and the
- * widths suit 4-lane vectors, else the float64 JS kernels (the reference they are tested
- * against).
+ * The CPU backend's memory and hot kernels. matmul, attention and MSA selection run the WASM
+ * SIMD kernels (matmul.wat, attention.wat) when all operands live in the heap and the widths
+ * suit 4-lane vectors, else the float64 JS kernels (the reference they are tested against).
+ *
+ * With `threads` > 1 large kernels are split over a pool of worker threads sharing the heap:
+ * matmul by output columns (or rows when there are few columns), attention by (token, KV
+ * group), MSA selection by (token, index head). Each output element is computed by exactly
+ * one thread, by the same code in the same order as on one thread, so results are
+ * bit-identical whatever the thread count (tested).
  */
 export class CpuKernels {
   readonly heap = new WasmHeap();
-  private readonly wasmMatmul: WasmMatmul;
-  private readonly wasmAttention: WasmAttention;
-  private readonly wasmMsaScores: WasmMsaScores;
+  readonly threads: number;
+  private readonly pool: ThreadPool;
   private readonly tables = new StepTables(this.heap);
-  private readonly scratch = new HeapScratch(this.heap);
+  private readonly scratch: HeapScratch[];
+  private readonly minParallelFlops: number;
 
-  constructor() {
-    this.wasmMatmul = instantiate(MATMUL_WASM_BASE64, this.heap.memory)['matmul'] as WasmMatmul;
-    const attn = instantiate(ATTENTION_WASM_BASE64, this.heap.memory);
-    this.wasmAttention = attn['attention'] as WasmAttention;
-    this.wasmMsaScores = attn['msa_scores'] as WasmMsaScores;
+  constructor(o: CpuKernelsOptions = {}) {
+    this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
+    const threads = o.threads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1 || threads > 256)
+      throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
+    this.threads = threads;
+    const modules = [compile(MATMUL_WASM_BASE64), compile(ATTENTION_WASM_BASE64)];
+    const exports: Record<string, unknown> = {};
+    for (const m of modules)
+      Object.assign(exports, new wasm.Instance(m, { env: { memory: this.heap.memory } }).exports);
+    const fns = EXPORTS.map((n) => exports[n] as (...a: number[]) => void);
+    this.pool = new ThreadPool(threads, this.heap.memory, modules, EXPORTS, fns);
+    this.scratch = Array.from({ length: threads }, () => new HeapScratch(this.heap));
+  }
+
+  /** Ends the worker threads (the kernels then run on the caller only). */
+  close(): void {
+    this.pool.close();
   }
 
   /** out[M, N] = x[M, K] · w[N, K]^T. */
@@ -69,11 +85,27 @@ export class CpuKernels {
     K: number,
   ): void {
     const h = this.heap;
-    if (K % 4 === 0 && h.owns(out) && h.owns(x) && h.owns(w)) {
-      this.wasmMatmul(out.byteOffset, x.byteOffset, w.byteOffset, M, N, K, panelRows(K));
-    } else {
+    if (K % 4 !== 0 || !h.owns(out) || !h.owns(x) || !h.owns(w)) {
       matmulF32(out, x, w, M, N, K);
+      return;
     }
+    const [o, xp, wp, P] = [out.byteOffset, x.byteOffset, w.byteOffset, panelRows(K)];
+    const n = this.useThreads(2 * M * N * K);
+    const rows: Row[] = [];
+    if (n > 1 && N >= 16 * n) {
+      const chunk = Math.ceil(N / n / 4) * 4; // column slices of whole 4-wide tiles
+      for (let j0 = 0; j0 < N; j0 += chunk) {
+        const c = Math.min(chunk, N - j0);
+        rows.push(['matmul', o + 4 * j0, xp, wp + 4 * j0 * K, M, c, K, P, N]);
+      }
+    } else {
+      const chunk = Math.ceil(M / n);
+      for (let i0 = 0; i0 < M; i0 += chunk) {
+        const m = Math.min(chunk, M - i0);
+        rows.push(['matmul', o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N]);
+      }
+    }
+    this.pool.run(rows);
   }
 
   /** Paged causal GQA attention (dense, or over `a.blocks`); see Backend.attention. */
@@ -86,30 +118,22 @@ export class CpuKernels {
     }
     this.tables.fill(batch, layout);
     const S = batch.pageSize;
+    const T = layout.numTokens;
     const maxPos = this.tables.maxPos;
     const maxBlocks = a.blocks ? a.topk : Math.floor(maxPos / S) + 1;
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
     const blistLen = (maxBlocks + 3) & ~3;
-    const s = this.scratch.f32(blistLen + maxKeys + 8);
-    this.wasmAttention(
-      a.out.byteOffset,
-      a.q.byteOffset,
-      a.k.byteOffset,
-      a.v.byteOffset,
-      this.tables.metaPtr,
-      a.blocks ? a.blocks.byteOffset : 0,
-      layout.numTokens,
-      0,
-      layout.numTokens,
-      a.numHeads,
-      a.numKvHeads,
-      a.headDim,
-      S,
-      a.topk,
-      a.scale,
-      s.byteOffset,
-      s.byteOffset + blistLen * 4,
-    );
+    const units = T * a.numKvHeads;
+    const n = Math.min(units, this.useThreads(4 * a.headDim * a.numHeads * T * maxKeys));
+    const rows: Row[] = [];
+    for (let i = 0; i < n; i++) {
+      const s = this.scratch[i]!.f32(blistLen + maxKeys + 8);
+      // prettier-ignore
+      rows.push(['attention', a.out.byteOffset, a.q.byteOffset, a.k.byteOffset, a.v.byteOffset,
+        this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
+        a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, s.byteOffset + blistLen * 4]);
+    }
+    this.pool.run(rows);
   }
 
   /** MSA block selection; see Backend.msaSelect. */
@@ -122,28 +146,29 @@ export class CpuKernels {
     o: MsaOptions,
   ): void {
     const h = this.heap;
-    if (o.indexDim % 4 !== 0 || !h.owns(idxQ) || !h.owns(idxK)) {
+    if (o.indexDim % 4 !== 0 || !h.owns(idxQ) || !h.owns(idxK) || !h.owns(out)) {
       msaSelectBlocks(out, idxQ, idxK, batch, layout, o);
       return;
     }
     this.tables.fill(batch, layout);
     const S = batch.pageSize;
     const T = layout.numTokens;
-    const { numIndexHeads: Hi, indexDim: Di, topk } = o;
+    const { numIndexHeads: Hi, indexDim: Di } = o;
     const maxBlocks = Math.floor(this.tables.maxPos / S) + 1;
-    const scores = this.scratch.f32(Hi * maxBlocks + 2 * maxBlocks);
-    const taken = new Uint8Array(scores.buffer, scores.byteOffset + Hi * maxBlocks * 4, maxBlocks);
-    out.fill(-1);
-    for (let t = 0; t < T; t++) {
-      const pos = layout.positions[t]!;
-      const nb = Math.floor(pos / S) + 1;
-      if (nb > topk) {
-        // prettier-ignore
-        this.wasmMsaScores(idxQ.byteOffset + t * Hi * Di * 4, idxK.byteOffset,
-          this.tables.pageTablePtr(t), pos, S, Hi, Di, nb, scores.byteOffset);
-      }
-      for (let hd = 0; hd < Hi; hd++)
-        pickBlocks(out, (hd * T + t) * topk, scores, hd * nb, nb, o, taken);
+    const units = T * Hi;
+    const n = Math.min(units, this.useThreads(2 * Di * units * (this.tables.maxPos + 1)));
+    const rows: Row[] = [];
+    for (let i = 0; i < n; i++) {
+      const s = this.scratch[i]!.f32(2 * maxBlocks + 4);
+      // prettier-ignore
+      rows.push(['msa_select', idxQ.byteOffset, idxK.byteOffset, this.tables.metaPtr, out.byteOffset,
+        T, i, units, n, S, Hi, Di, o.topk, o.initBlocks, o.localBlocks, s.byteOffset, s.byteOffset + 4 * maxBlocks]);
     }
+    this.pool.run(rows);
+  }
+
+  /** Threads worth using for a kernel of this many flops. */
+  private useThreads(flops: number): number {
+    return flops < this.minParallelFlops ? 1 : this.threads;
   }
 }

@@ -4,7 +4,7 @@
 ;; partial sums over k ≡ 0,1,2,3 (mod 4), then (l0 + l1) + (l2 + l3). So a row's result does
 ;; not depend on M or on which other rows share the step (batch invariance).
 ;; Loop nest: panels of P rows of w (kept in cache) × pairs of x rows × 4 columns (2×4 tile,
-;; 8 accumulators + 6 operands = 14 vector registers). Tested by src/backend/cpu/wasm/wasm-matmul.test.ts.
+;; 8 accumulators + 6 operands = 14 vector registers). Tested by src/backend/cpu/wasm/wasm-kernels.test.ts.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -126,10 +126,11 @@
         (call $row (local.get $o) (local.get $x) (local.get $w) (local.get $i) (local.get $j) (local.get $j1) (local.get $K4) (local.get $N4))
         (call $row (local.get $o) (local.get $x) (local.get $w) (i32.add (local.get $i) (i32.const 1)) (local.get $j) (local.get $j1) (local.get $K4) (local.get $N4)))))
 
-  (func (export "matmul") (param $o i32) (param $x i32) (param $w i32) (param $M i32) (param $N i32) (param $K i32) (param $P i32)
+  ;; $ldo: the output row stride in elements (N for a whole matmul; more for a column slice).
+  (func (export "matmul") (param $o i32) (param $x i32) (param $w i32) (param $M i32) (param $N i32) (param $K i32) (param $P i32) (param $ldo i32)
     (local $K4 i32) (local $N4 i32) (local $j0 i32) (local $j1 i32) (local $i i32)
     (local.set $K4 (i32.shl (local.get $K) (i32.const 2)))
-    (local.set $N4 (i32.shl (local.get $N) (i32.const 2)))
+    (local.set $N4 (i32.shl (local.get $ldo) (i32.const 2)))
     (block $panels_done
       (loop $panel
         (br_if $panels_done (i32.ge_u (local.get $j0) (local.get $N)))

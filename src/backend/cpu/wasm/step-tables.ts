@@ -44,11 +44,6 @@ export class StepTables {
     this.maxPos = maxPos;
     this.layout = layout;
   }
-
-  /** Byte offset of sequence `s`'s page table, read back from the token of that sequence. */
-  pageTablePtr(t: number): number {
-    return this.buf![2 * t + 1]!;
-  }
 }
 
 /** A scratch block of the heap that grows on demand and is kept for reuse. */
