@@ -2,13 +2,17 @@ import type { DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 
-/** A CPU tensor: float dtypes are stored as float32, i32 as int32. `data` may be a view. */
+/**
+ * A CPU tensor: float dtypes are stored as float32, except bf16 weights (uploaded bf16 of
+ * rank ≥ 2, values exactly bf16), kept as their bf16 bits (Uint16Array) and widened by the
+ * kernels that read them (matmul, moe, embedding); i32 as int32. `data` may be a view.
+ */
 export class CpuTensor implements Tensor {
   readonly device = 'cpu' as const;
   constructor(
     readonly shape: Shape,
     readonly dtype: DType,
-    readonly data: Float32Array | Int32Array,
+    readonly data: Float32Array | Int32Array | Uint16Array,
     /** True when this tensor owns its block (alloc/upload), false for views. */
     readonly owner = false,
   ) {
@@ -21,8 +25,36 @@ export class CpuTensor implements Tensor {
 export function f32(t: Tensor, what: string, shape?: Shape): Float32Array {
   const c = cpu(t, what, shape);
   if (!(c.data instanceof Float32Array))
-    throw new Error(`${what}: expected a float tensor, got ${t.dtype}`);
+    throw new Error(
+      `${what}: expected a float32 tensor, got ${t.dtype}${c.data instanceof Uint16Array ? ' weights stored as bf16' : ''}`,
+    );
   return c.data;
+}
+
+/** A weight operand: float32, or bf16 bits kept half-width. */
+export function weight(t: Tensor, what: string, shape?: Shape): Float32Array | Uint16Array {
+  const c = cpu(t, what, shape);
+  if (c.data instanceof Int32Array) throw new Error(`${what}: expected a float tensor, got i32`);
+  return c.data;
+}
+
+/** bf16 bits → float32 (exact). */
+export function widenBf16(
+  src: Uint16Array,
+  dst: Float32Array = new Float32Array(src.length),
+): Float32Array {
+  const bits = new Uint32Array(dst.buffer, dst.byteOffset, dst.length);
+  for (let i = 0; i < src.length; i++) bits[i] = src[i]! << 16;
+  return dst;
+}
+
+/** The bf16 bits of `a` when every value is exactly a bf16 (low 16 bits zero), else null. */
+export function exactBf16(a: Float32Array): Uint16Array | null {
+  const bits = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  for (let i = 0; i < bits.length; i++) if ((bits[i]! & 0xffff) !== 0) return null;
+  const out = new Uint16Array(a.length);
+  for (let i = 0; i < bits.length; i++) out[i] = bits[i]! >>> 16;
+  return out;
 }
 
 export function i32(t: Tensor, what: string, shape?: Shape): Int32Array {

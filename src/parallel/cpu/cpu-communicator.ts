@@ -201,6 +201,8 @@ function host(t: Tensor, what: string, expectElems?: number): HostArray {
     throw new Error(`${what}: the CPU communicator moves CPU tensors (got ${t.device})`);
   if (expectElems !== undefined && t.data.length !== expectElems)
     throw new Error(`${what}: ${shapeStr(t.shape)} does not hold ${expectElems} elements`);
+  if (t.data instanceof Uint16Array)
+    throw new Error(`${what}: a bf16 weight tensor is not an activation to communicate`);
   return t.data;
 }
 

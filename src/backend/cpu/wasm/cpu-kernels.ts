@@ -3,7 +3,12 @@ import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
 import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
 import { matmulF32, panelRows } from '../ops/matmul.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
-import { ATTENTION_WASM_BASE64, MATMUL_WASM_BASE64 } from './kernels-wasm.js';
+import { widenBf16 } from '../cpu-tensor.js';
+import {
+  ATTENTION_WASM_BASE64,
+  MATMUL_BF16_WASM_BASE64,
+  MATMUL_WASM_BASE64,
+} from './kernels-wasm.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { ThreadPool } from './thread-pool.js';
 import { wasm } from './wasm-api.js';
@@ -20,7 +25,7 @@ function compile(b64: string): object {
   return mod;
 }
 
-const EXPORTS = ['matmul', 'attention', 'msa_select'] as const;
+const EXPORTS = ['matmul', 'matmul_bf16', 'attention', 'msa_select'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
@@ -61,7 +66,9 @@ export class CpuKernels {
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
       throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
     this.threads = threads;
-    const modules = [compile(MATMUL_WASM_BASE64), compile(ATTENTION_WASM_BASE64)];
+    const modules = [MATMUL_WASM_BASE64, MATMUL_BF16_WASM_BASE64, ATTENTION_WASM_BASE64].map(
+      compile,
+    );
     const exports: Record<string, unknown> = {};
     for (const m of modules)
       Object.assign(exports, new wasm.Instance(m, { env: { memory: this.heap.memory } }).exports);
@@ -75,20 +82,22 @@ export class CpuKernels {
     this.pool.close();
   }
 
-  /** out[M, N] = x[M, K] · w[N, K]^T. */
+  /** out[M, N] = x[M, K] · w[N, K]^T; w float32 or bf16 bits (widened in the kernel). */
   matmul(
     out: Float32Array,
     x: Float32Array,
-    w: Float32Array,
+    w: Float32Array | Uint16Array,
     M: number,
     N: number,
     K: number,
   ): void {
     const h = this.heap;
     if (K % 4 !== 0 || !h.owns(out) || !h.owns(x) || !h.owns(w)) {
-      matmulF32(out, x, w, M, N, K);
+      matmulF32(out, x, w instanceof Uint16Array ? widenBf16(w) : w, M, N, K);
       return;
     }
+    const fn = w instanceof Uint16Array ? 'matmul_bf16' : 'matmul';
+    const wb = w.BYTES_PER_ELEMENT; // weight bytes per element
     const [o, xp, wp, P] = [out.byteOffset, x.byteOffset, w.byteOffset, panelRows(K)];
     const n = this.useThreads(2 * M * N * K);
     const rows: Row[] = [];
@@ -96,13 +105,13 @@ export class CpuKernels {
       const chunk = Math.ceil(N / n / 4) * 4; // column slices of whole 4-wide tiles
       for (let j0 = 0; j0 < N; j0 += chunk) {
         const c = Math.min(chunk, N - j0);
-        rows.push(['matmul', o + 4 * j0, xp, wp + 4 * j0 * K, M, c, K, P, N]);
+        rows.push([fn, o + 4 * j0, xp, wp + wb * j0 * K, M, c, K, P, N]);
       }
     } else {
       const chunk = Math.ceil(M / n);
       for (let i0 = 0; i0 < M; i0 += chunk) {
         const m = Math.min(chunk, M - i0);
-        rows.push(['matmul', o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N]);
+        rows.push([fn, o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N]);
       }
     }
     this.pool.run(rows);

@@ -38,6 +38,14 @@ export class WasmHeap {
       : this.remember(new Int32Array(this.memory.buffer, off, n));
   }
 
+  /** Half-width storage (bf16 bits). */
+  u16(n: number, scratch = true): Uint16Array {
+    const off = this.take(n * 2, scratch);
+    return off === null
+      ? new Uint16Array(n)
+      : this.remember(new Uint16Array(this.memory.buffer, off, n));
+  }
+
   /** V8 may hand out a new `memory.buffer` object after any grow, so every one seen is kept. */
   private remember<T extends ArrayBufferView>(view: T): T {
     this.buffers.add(view.buffer);

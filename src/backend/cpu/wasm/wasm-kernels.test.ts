@@ -1,9 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { assembleWat } from '../../../../scripts/assemble-wat.mjs';
+import { assembleWat, bf16Variant } from '../../../../scripts/assemble-wat.mjs';
+import { widenBf16 } from '../cpu-tensor.js';
 import { matmulF32 } from '../ops/matmul.js';
 import { CpuKernels } from './cpu-kernels.js';
-import { ATTENTION_WASM_BASE64, MATMUL_WASM_BASE64 } from './kernels-wasm.js';
+import {
+  ATTENTION_WASM_BASE64,
+  MATMUL_BF16_WASM_BASE64,
+  MATMUL_WASM_BASE64,
+} from './kernels-wasm.js';
 import { sizeClass } from './wasm-heap.js';
 
 function filled(k: CpuKernels, n: number, seed: number): Float32Array {
@@ -23,6 +28,8 @@ describe('WASM SIMD matmul', () => {
     expect(Buffer.from(await assembleWat(attn)).toString('base64')).toBe(ATTENTION_WASM_BASE64);
     const bytes = await assembleWat(wat);
     expect(Buffer.from(bytes).toString('base64')).toBe(MATMUL_WASM_BASE64);
+    const bf16 = await assembleWat(bf16Variant(wat));
+    expect(Buffer.from(bf16).toString('base64')).toBe(MATMUL_BF16_WASM_BASE64);
   });
 
   it.each([
@@ -66,6 +73,45 @@ describe('WASM SIMD matmul', () => {
     k.matmul(out, x, w, 1, 2, 3);
     expect(Array.from(out)).toEqual([32, 6]);
   });
+});
+
+describe('bf16 weights', () => {
+  /** A heap u16 array of bf16 bits of values in [−0.5, 0.5). */
+  function bf16Filled(k: CpuKernels, n: number, seed: number): Uint16Array {
+    const a = k.heap.u16(n);
+    const f = new Float32Array(1);
+    const bits = new Uint32Array(f.buffer);
+    let s = seed;
+    for (let i = 0; i < n; i++) {
+      s = (s * 1103515245 + 12345) % 2 ** 31;
+      f[0] = s / 2 ** 31 - 0.5;
+      a[i] = bits[0]! >>> 16;
+    }
+    return a;
+  }
+
+  it.each([
+    [1, 1030, 64, 1],
+    [5, 33, 96, 1],
+    [17, 260, 128, 2],
+    [64, 512, 256, 2],
+  ])(
+    'matmul_bf16 M=%i N=%i K=%i on %i thread(s): the same bits as the f32 kernel on the widened weights',
+    (M, N, K, threads) => {
+      const k = new CpuKernels({ threads, minParallelFlops: 0 });
+      const x = filled(k, M * K, 1);
+      const wh = bf16Filled(k, N * K, 2);
+      const wf = k.heap.f32(N * K);
+      widenBf16(wh, wf);
+      const a = k.heap.f32(M * N);
+      const b = k.heap.f32(M * N);
+      k.matmul(a, x, wh, M, N, K);
+      k.matmul(b, x, wf, M, N, K);
+      k.close();
+      expect(Array.from(a)).toEqual(Array.from(b));
+      expect(a.some((v) => v !== 0)).toBe(true);
+    },
+  );
 });
 
 describe('WasmHeap', () => {
