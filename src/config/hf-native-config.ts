@@ -17,6 +17,9 @@ import type { LayerPlan, ModelConfig, SparseAttentionConfig } from './model-conf
  */
 export const HF_NATIVE_TEXT_TYPE = 'minimax_m3_vl_text';
 
+/** `rope_parameters.rope_theta` when absent (the class's default theta). */
+export const HF_NATIVE_ROPE_THETA = 5000000.0;
+
 const ATTN_KINDS = { on: 'minimax_m3_sparse', off: 'full_attention' } as const;
 const MLP_KINDS = { on: 'sparse', off: 'dense' } as const;
 
@@ -53,7 +56,6 @@ export function hfNativeDefaults(): Json {
     routed_scaling_factor: 2.0,
     use_routing_bias: true,
     rotary_dim: 64,
-    rope_theta: 5000000.0,
     swiglu_alpha: 1.702,
     swiglu_limit: 7.0,
     index_n_heads: 4,

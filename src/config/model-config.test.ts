@@ -258,5 +258,10 @@ describe('HF-native (transformers 5.x) config dialect', () => {
     expect(() => parseModelConfig(hf)).toThrow(
       /rope_parameters: field "rope_theta" must be a positive finite number \(got 0\)/,
     );
+    (hf['text_config'] as Json)['rope_parameters'] = { rope_theta: 1e4 };
+    (hf['text_config'] as Json)['rope_theta'] = 5e6;
+    expect(() => parseModelConfig(hf)).toThrow(
+      /fields "rope_parameters.rope_theta" and "rope_theta" disagree \(10000 vs 5000000\)/,
+    );
   });
 });

@@ -12,7 +12,12 @@ import {
   optStr,
   type Json,
 } from './config-fields.js';
-import { HF_NATIVE_TEXT_TYPE, hfNativeDefaults, parseHfNativeLayers } from './hf-native-config.js';
+import {
+  HF_NATIVE_ROPE_THETA,
+  HF_NATIVE_TEXT_TYPE,
+  hfNativeDefaults,
+  parseHfNativeLayers,
+} from './hf-native-config.js';
 
 export { ConfigError } from './config-fields.js';
 
@@ -190,20 +195,17 @@ function parseRope(
 ): { ropeTheta: number; rotaryDim: number } {
   const rp = optObject(text, 'rope_parameters', w) ?? {};
   const rw = `${w}.rope_parameters`;
-  const ropeTheta = optNum(
-    rp,
-    'rope_theta',
-    'positive',
-    optNum(text, 'rope_theta', 'positive', thetaFallback, w),
-    rw,
-  );
-  const partial = optNum(
-    rp,
-    'partial_rotary_factor',
-    'unit-interval',
-    optNum(text, 'partial_rotary_factor', 'unit-interval', 1, w),
-    rw,
-  );
+  const both = (key: string, range: 'positive' | 'unit-interval', fallback: number): number => {
+    const nested = optNum(rp, key, range, NaN, rw);
+    const flat = optNum(text, key, range, NaN, w);
+    if (!Number.isNaN(nested) && !Number.isNaN(flat) && nested !== flat)
+      throw new ConfigError(
+        `${w}: fields "rope_parameters.${key}" and "${key}" disagree (${nested} vs ${flat})`,
+      );
+    return Number.isNaN(nested) ? (Number.isNaN(flat) ? fallback : flat) : nested;
+  };
+  const ropeTheta = both('rope_theta', 'positive', thetaFallback);
+  const partial = both('partial_rotary_factor', 'unit-interval', 1);
   const fromPartial = headDim * partial;
   const rotaryDim = optNum(text, 'rotary_dim', 'non-negative-int', fromPartial, w);
   const partialGiven = rp['partial_rotary_factor'] ?? text['partial_rotary_factor'];
@@ -247,7 +249,7 @@ export function parseModelConfig(top: Json, where = 'config.json'): ModelConfig 
     'head_dim',
     w,
   );
-  const rope = parseRope(text, headDim, 10000, w);
+  const rope = parseRope(text, headDim, dialect === 'hf-native' ? HF_NATIVE_ROPE_THETA : 10000, w);
   const plan =
     dialect === 'hf-native'
       ? parseHfNativeLayers(text, numLayers, w)

@@ -194,7 +194,8 @@ const LAYER_PART = /^model\.layers\.(\d+)\.(block_sparse_moe\.|mlp\.|self_attn\.
  */
 function checkLayerKind(loc: Located, name: string, c: ModelConfig): void {
   const m = LAYER_PART.exec(name);
-  if (!m) return;
+  // A stored router bias with use_routing_bias false is left unread, as before.
+  if (!m || name.endsWith('.e_score_correction_bias')) return;
   const l = Number(m[1]);
   const hf = c.dialect === 'hf-native';
   const ffn = `${hf ? 'mlp_layer_types' : 'moe_layer_freq'}[${l}]: ${c.moeLayers[l] ? 'MoE' : 'dense'}`;
