@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
 import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
-import { DecodeGraphs } from '../src/backend/cuda/decode-graphs.js';
+import { DecodeGraphs, padDecodeBatch } from '../src/backend/cuda/decode-graphs.js';
 import type { ModelConfig } from '../src/config/model-config.js';
 import { allocKvCache, type KvCache } from '../src/model/minimax-m3/kv-cache.js';
 import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
@@ -85,7 +85,9 @@ async function timeDecode(
 ): Promise<DecodeRow> {
   const cfg = model.cfg;
   const step = (b: ForwardBatch) => model.forward(b, kv);
-  const graphs = new DecodeGraphs(gpu, step, {
+  const logitsBuf = gpu.alloc([B, cfg.vocabSize], 'f32'); // [B, V]
+  const enqueue = (b: ForwardBatch) => model.forwardInto(b, kv, logitsBuf).then(() => {});
+  const graphs = new DecodeGraphs(gpu, enqueue, {
     sizes: [B],
     maxPagesPerSeq: pagesPerSeq,
     padPage: 0,
@@ -109,22 +111,22 @@ async function timeDecode(
     await step(batch);
     eager.push(performance.now() - t0);
   }
-  const { graph, padded } = await graphs.graphFor(batch);
-  gpu.metaStore.fixedPageStride = pagesPerSeq;
+  const padded = padDecodeBatch(batch, B, 0, pagesPerSeq);
+  const graph = await graphs.graphFor(padded);
   gpu.metaStore.stage(padded);
-  gpu.metaStore.fixedPageStride = null;
   const dev = gpu.dev;
   const a = dev.createEvent();
   const b = dev.createEvent();
   const ms: number[] = [];
-  graph.graph.launch();
+  graph.launch();
   for (let r = 0; r < 20; r++) {
     dev.record(a);
-    graph.graph.launch();
+    graph.launch();
     dev.record(b);
     ms.push(dev.elapsed(a, b));
   }
   graphs.destroy();
+  gpu.free(logitsBuf);
   const w = decodeWeightBytes(cfg, B, true);
   const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * 2;
   // distinct counts the fused shared expert id too: it is one of the ids of every row.

@@ -27,6 +27,11 @@ export interface ForwardBatch {
   readonly logitsFor: 'last' | 'all';
   /** Return each MoE layer's routed expert ids per token. */
   readonly captureRoutedExperts?: boolean;
+  /**
+   * Page-table row length a backend must lay the tables out with (a CUDA graph captured for a
+   * batch size fixes it; every table must fit). Default: the longest table of the batch.
+   */
+  readonly pageTableStride?: number;
 }
 
 /** Host-side per-token arrays every backend derives from a ForwardBatch the same way. */

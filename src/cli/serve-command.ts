@@ -11,6 +11,7 @@ import { M3ModelRunner } from '../engine/m3-model-runner.js';
 import type { ModelRunner } from '../engine/model-runner.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
 import type { LoadProgress } from '../model/weights/load-progress.js';
+import { stepRunnerFor } from '../engine/step-runner-for.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS } from '../model/weights/random-presets.js';
 import { createServer } from '../server/http-server.js';
@@ -54,6 +55,10 @@ export interface EngineFactoryOptions {
   readonly progress?: LoadProgress;
   /** No tokenizer.json is expected: bytes are token ids, without the missing-file warning. */
   readonly skipTokenizerInit?: boolean;
+  /** CUDA: never capture graphs (vLLM's --enforce-eager). */
+  readonly enforceEager?: boolean;
+  /** CUDA: largest decode batch replayed from a graph (vLLM's --cuda-graph-max-bs). */
+  readonly cudaGraphMaxBs?: number;
   /** A runner built elsewhere (rank 0 of a --tp group); otherwise one is loaded on `backend`. */
   readonly runner?: ModelRunner;
 }
@@ -108,7 +113,12 @@ export async function createEngineFromModelDir(
         ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
       },
     );
-  const engine = new LlmEngine(runner, {
+  const stepRunner = await stepRunnerFor(runner, {
+    ...(o.enforceEager !== undefined && { enforceEager: o.enforceEager }),
+    ...(o.cudaGraphMaxBs !== undefined && { cudaGraphMaxBs: o.cudaGraphMaxBs }),
+    maxNumSeqs: o.maxNumSeqs ?? DEFAULT_ENGINE_CONFIG.maxNumSeqs,
+  });
+  const engine = new LlmEngine(stepRunner, {
     ...(o.maxNumSeqs !== undefined && { maxNumSeqs: o.maxNumSeqs }),
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
   });
@@ -268,6 +278,17 @@ export const serveCommand: Command = {
       valueName: 'N',
     },
     'num-pages': { type: 'string', description: 'KV-cache pages to allocate', valueName: 'N' },
+    'enforce-eager': {
+      type: 'boolean',
+      description: 'cuda: run every step eagerly, no CUDA graphs (vLLM flag)',
+    },
+    'cuda-graph-max-bs': {
+      type: 'string',
+      default: '512',
+      description:
+        'cuda: largest decode batch replayed from a CUDA graph; sizes 1, 2, 4, 8, 16, 24, ... up to min(this, --max-num-seqs)',
+      valueName: 'N',
+    },
     'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
     ...LOAD_OPTIONS,
     'skip-tokenizer-init': {
@@ -309,6 +330,8 @@ export const serveCommand: Command = {
       loadFormat,
       progress: stderrLoadProgress(),
       skipTokenizerInit: values['skip-tokenizer-init'] === true,
+      enforceEager: values['enforce-eager'] === true,
+      cudaGraphMaxBs: optionalInt(values, 'cuda-graph-max-bs'),
       ...(dist && { runner: dist.runner }),
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;

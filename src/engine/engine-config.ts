@@ -1,4 +1,4 @@
-import type { ModelRunner } from './model-runner.js';
+import type { StepRunner } from './step-runner.js';
 
 export interface EngineConfig {
   /** Most sequences in the running batch. */
@@ -22,7 +22,7 @@ export const DEFAULT_ENGINE_CONFIG: Omit<EngineConfig, 'maxModelLen'> = {
 
 /** Fills defaults and checks the result against the runner. */
 export function resolveEngineConfig(
-  runner: ModelRunner,
+  runner: StepRunner,
   partial: Partial<EngineConfig> = {},
 ): EngineConfig {
   const c: EngineConfig = {

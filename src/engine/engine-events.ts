@@ -1,6 +1,6 @@
 import type { FinishEvent, TokenEvent } from './engine-types.js';
-import type { StepOutput } from './model-runner.js';
 import type { SampleResult } from './sampler.js';
+import type { StepResult } from './step-runner.js';
 
 export function finishEvent(
   reason: FinishEvent['reason'],
@@ -30,7 +30,7 @@ export function tokenEvent(
  * produced this output token (so event i carries the routing of position promptLen + i - 1).
  */
 export function routedExpertsOf(
-  out: StepOutput,
+  out: StepResult,
   t: number,
   numTokens: number,
 ): Record<string, number[]> {

@@ -7,6 +7,7 @@ import { runForward } from '../model/run-forward.js';
 import type { EngineConfig } from './engine-config.js';
 import type { GenerateRequest } from './engine-types.js';
 import { LlmEngine } from './llm-engine.js';
+import { HostSamplingRunner } from './host-sampling-runner.js';
 import { M3ModelRunner } from './m3-model-runner.js';
 import { collect, makeRequest, randomPrompt } from './test-helpers.js';
 
@@ -19,7 +20,7 @@ const model = existsSync(DIR) ? await loadModel(DIR, { backend: new CpuBackend()
 describe.skipIf(!existsSync(DIR))('LlmEngine on the tiny MiniMax-M3 (CPU)', () => {
   const runner = (numPages = 96) => new M3ModelRunner(model!, { numPages, maxModelLen: 256 });
   const engine = (cfg: Partial<EngineConfig> = {}, numPages?: number) =>
-    new LlmEngine(runner(numPages), { checkIntegrity: true, ...cfg });
+    new LlmEngine(new HostSamplingRunner(runner(numPages)), { checkIntegrity: true, ...cfg });
   const reqs: GenerateRequest[] = Array.from({ length: 6 }, (_, i) =>
     makeRequest(`m${i}`, randomPrompt(i, 5 + 7 * i, 256), { maxTokens: 12, ignoreEos: true }),
   );

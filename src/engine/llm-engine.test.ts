@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineConfig } from './engine-config.js';
 import type { GenerateRequest } from './engine-types.js';
+import { HostSamplingRunner } from './host-sampling-runner.js';
 import { FakeModelRunner, type FakeModelRunnerOptions } from './fake-model-runner.js';
 import { LlmEngine } from './llm-engine.js';
 import { collect, GREEDY, makeRequest, randomPrompt } from './test-helpers.js';
@@ -12,7 +13,10 @@ function engine(
   runner: Partial<FakeModelRunnerOptions> = {},
 ): { engine: LlmEngine; runner: FakeModelRunner } {
   const r = new FakeModelRunner({ vocabSize: V, ...runner });
-  return { engine: new LlmEngine(r, { checkIntegrity: true, ...cfg }), runner: r };
+  return {
+    engine: new LlmEngine(new HostSamplingRunner(r), { checkIntegrity: true, ...cfg }),
+    runner: r,
+  };
 }
 
 /** Each request on its own fresh engine, without prefix caching: the reference outputs. */

@@ -11,15 +11,17 @@ import type {
   FinishEvent,
   GenerateRequest,
 } from './engine-types.js';
-import type { ModelRunner, StepOutput } from './model-runner.js';
+import { countAllowed } from './logits-constraint.js';
 import { PromptLogprobCollector } from './prompt-logprobs.js';
-import { checkSamplingParams, SequenceSampler } from './sampler.js';
+import { randomSeed } from './rng.js';
+import { checkSamplingParams, type SampleResult } from './sampler.js';
+import type { RowSampling, SequenceSampling, StepResult, StepRunner } from './step-runner.js';
 
 /** A request the engine is serving: scheduler state plus what only the engine needs. */
 interface Live {
   readonly req: Request;
   readonly gen: GenerateRequest;
-  readonly sampler: SequenceSampler;
+  readonly sampling: SequenceSampling;
   readonly events: AsyncQueue<EngineEvent>;
   readonly stopIds: ReadonlySet<number>;
   /** min(maxTokens, maxModelLen - prompt length); 0 only when scoring the prompt. */
@@ -29,9 +31,11 @@ interface Live {
 }
 
 /**
- * Continuous-batching engine over a ModelRunner. One step = schedule, one forward, sample,
- * emit. Steps run back to back on the event loop with a setImmediate between them, so I/O
- * (HTTP, aborts) is served between steps even when the forward is synchronous CPU work.
+ * Continuous-batching engine over a StepRunner. One step = schedule, one forward with
+ * sampling (on the runner's device), emit. Steps run back to back on the event loop with a
+ * setImmediate between them, so I/O (HTTP writes of the tokens just emitted, aborts) is
+ * served between steps even when the forward is synchronous CPU work: each step's tokens
+ * reach their sockets as their own SSE events before the next step starts.
  */
 export class LlmEngine implements Engine {
   readonly config: EngineConfig;
@@ -44,7 +48,7 @@ export class LlmEngine implements Engine {
   private shutdownPromise: Promise<void> | null = null;
 
   constructor(
-    private readonly runner: ModelRunner,
+    private readonly runner: StepRunner,
     config: Partial<EngineConfig> = {},
   ) {
     this.config = resolveEngineConfig(runner, config);
@@ -170,7 +174,11 @@ export class LlmEngine implements Engine {
     const live: Live = {
       req: new Request(gen.id, gen.promptIds, numTop !== null),
       gen,
-      sampler: new SequenceSampler(gen.sampling, gen.promptIds),
+      sampling: this.runner.openSampling(
+        gen.sampling,
+        gen.promptIds,
+        gen.sampling.seed ?? randomSeed(),
+      ),
       events: new AsyncQueue(),
       stopIds,
       maxNewTokens,
@@ -189,6 +197,7 @@ export class LlmEngine implements Engine {
     this.live.delete(live.req.id);
     const cached = live.req.numCachedPromptTokens;
     this.scheduler.finish(live.req);
+    live.sampling.release();
     if (!live.events.isClosed) {
       const n = live.req.promptIds.length;
       const done = live.req.outputIds.length;
@@ -226,21 +235,23 @@ export class LlmEngine implements Engine {
     const plan = this.scheduler.schedule();
     if (plan.seqs.length === 0)
       throw new Error('the scheduler planned an empty step with work queued');
-    let out: StepOutput;
     const batch = this.buildBatch(plan);
     // Constraints finish their next masks while the forward runs (off the critical path when
-    // the forward waits on a device).
-    const masks = this.prepareConstraints(plan);
+    // the forward waits on a device); the runner reads the masks once `ready` resolves.
+    const failed: { req: Request; error: string }[] = [];
+    const ready = this.prepareConstraints(plan, failed);
+    const rows = this.rowSampling(plan, batch, failed);
+    let out: StepResult;
     try {
-      out = await this.runner.forward(batch);
-      this.checkOutput(batch, out);
+      out = await this.runner.step(batch, rows, ready);
+      this.checkOutput(batch, rows, out);
     } catch (e) {
-      await masks;
+      await ready;
       const message = `model forward failed: ${(e as Error).message}`;
       for (const s of plan.seqs) this.endById(s.req, { error: message });
       return;
     }
-    for (const failed of await masks) this.endById(failed.req, { error: failed.error });
+    for (const f of failed) this.endById(f.req, { error: f.error });
     this.scheduler.commit(plan);
     this.emitTokens(plan, batch, out);
     if (this.config.checkIntegrity) this.checkIntegrity();
@@ -272,9 +283,11 @@ export class LlmEngine implements Engine {
     };
   }
 
-  /** Awaits the sampling rows' constraint work; returns the requests whose constraint failed. */
-  private async prepareConstraints(plan: BatchPlan): Promise<{ req: Request; error: string }[]> {
-    const failed: { req: Request; error: string }[] = [];
+  /** Awaits the sampling rows' constraint work; records the requests whose constraint failed. */
+  private async prepareConstraints(
+    plan: BatchPlan,
+    failed: { req: Request; error: string }[],
+  ): Promise<void> {
     await Promise.all(
       plan.seqs.map(async (s) => {
         const c = s.sample ? this.live.get(s.req.id)?.gen.constraint : undefined;
@@ -285,18 +298,66 @@ export class LlmEngine implements Engine {
         }
       }),
     );
-    return failed;
   }
 
-  private checkOutput(batch: ForwardBatch, out: StepOutput): void {
-    const rows = batch.seqs.reduce((n, s) => n + (s.allLogits ? s.numNew : 1), 0);
-    const want = rows * this.runner.vocabSize;
-    if (out.logits.length !== want) {
-      throw new Error(`runner returned ${out.logits.length} logits, expected ${want}`);
+  /**
+   * One entry per logits row (one per sequence; every new token of an `allLogits` sequence):
+   * how to sample it, or null. Only a sequence's last row is ever sampled.
+   */
+  private rowSampling(
+    plan: BatchPlan,
+    batch: ForwardBatch,
+    failed: { req: Request; error: string }[],
+  ): (RowSampling | null)[] {
+    const rows: (RowSampling | null)[] = [];
+    plan.seqs.forEach((s, i) => {
+      const n = batch.seqs[i]!.allLogits ? s.numNew : 1;
+      for (let k = 1; k < n; k++) rows.push(null);
+      const live = this.live.get(s.req.id);
+      if (!s.sample || live?.req !== s.req || live.maxNewTokens === 0) {
+        rows.push(null);
+        return;
+      }
+      const c = live.gen.constraint;
+      rows.push({
+        seq: live.sampling,
+        numLogprobs: live.gen.logprobs,
+        ...(c ? { allowedMask: () => this.maskOf(live, failed) } : {}),
+      });
+    });
+    return rows;
+  }
+
+  /** The constraint's mask for this step; a failing or empty one fails the request. */
+  private maskOf(live: Live, failed: { req: Request; error: string }[]): Uint32Array | null {
+    if (failed.some((f) => f.req === live.req)) return null;
+    try {
+      const mask = live.gen.constraint?.nextTokenMask() ?? null;
+      if (mask !== null && countAllowed(mask, this.runner.vocabSize) === 0)
+        throw new Error('the logits constraint allows no token');
+      return mask;
+    } catch (e) {
+      failed.push({ req: live.req, error: `logits constraint failed: ${(e as Error).message}` });
+      return null;
     }
   }
 
-  private emitTokens(plan: BatchPlan, batch: ForwardBatch, out: StepOutput): void {
+  private checkOutput(batch: ForwardBatch, rows: readonly (RowSampling | null)[], out: StepResult) {
+    if (out.samples.length !== rows.length) {
+      throw new Error(`runner returned ${out.samples.length} sample rows, expected ${rows.length}`);
+    }
+    const V = this.runner.vocabSize;
+    rows.forEach((r, i) => {
+      const got = out.samples[i];
+      if (r && !got) throw new Error(`runner did not sample row ${i}`);
+      if (got && !(Number.isInteger(got.tokenId) && got.tokenId >= 0 && got.tokenId < V))
+        throw new Error(`runner sampled token ${got.tokenId}, outside the vocabulary [0, ${V})`);
+    });
+    if (batch.seqs.some((s) => s.allLogits) && out.logits?.length !== rows.length * V)
+      throw new Error(`runner returned no or wrong host logits for a prompt-logprobs step`);
+  }
+
+  private emitTokens(plan: BatchPlan, batch: ForwardBatch, out: StepResult): void {
     const V = this.runner.vocabSize;
     let tokenEnd = 0;
     let rowEnd = 0;
@@ -307,27 +368,24 @@ export class LlmEngine implements Engine {
       rowEnd += seq.allLogits ? s.numNew : 1;
       const live = this.live.get(s.req.id);
       if (live?.req !== s.req || s.req.status !== 'running') return;
-      if (seq.allLogits) {
+      if (seq.allLogits && out.logits) {
         const rows = out.logits.subarray(rowStart * V, rowEnd * V);
         live.promptLogprobs?.add(s.numCached, s.numNew, rows, V);
         this.flushPromptLogprobs(live);
       }
       if (!s.sample) return;
       if (live.maxNewTokens === 0) return this.end(live, 'length');
-      const row = out.logits.subarray((rowEnd - 1) * V, rowEnd * V);
       const routed = live.gen.returnRoutedExperts
         ? routedExpertsOf(out, tokenEnd - 1, plan.numTokens)
         : undefined;
-      this.sampleRow(live, row, routed);
+      this.emitSample(live, out.samples[rowEnd - 1]!, routed);
     });
   }
 
-  /** Samples one token for `live` under its constraint and emits it (or ends the request). */
-  private sampleRow(live: Live, row: Float32Array, routed: Record<string, number[]> | undefined) {
+  /** Records one sampled token for `live` under its constraint and emits it (or ends it). */
+  private emitSample(live: Live, r: SampleResult, routed: Record<string, number[]> | undefined) {
     const c = live.gen.constraint;
-    let r;
     try {
-      r = live.sampler.sample(row, live.gen.logprobs, c?.nextTokenMask() ?? null);
       c?.accept(r.tokenId);
     } catch (e) {
       return this.end(live, { error: `logits constraint failed: ${(e as Error).message}` });

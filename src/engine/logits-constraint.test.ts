@@ -4,6 +4,7 @@ import { loadModel } from '../model/load-model.js';
 import { runForward } from '../model/run-forward.js';
 import type { SamplingParams } from './engine-types.js';
 import { FakeModelRunner } from './fake-model-runner.js';
+import { HostSamplingRunner } from './host-sampling-runner.js';
 import { LlmEngine } from './llm-engine.js';
 import { applyTokenMask, type LogitsConstraint, maskAllows, maskOf } from './logits-constraint.js';
 import { logSumExp } from './logits-processing.js';
@@ -96,7 +97,9 @@ describe('token mask and logit_bias in the host sampler', () => {
 describe('LlmEngine with a constraint', () => {
   const V = 64;
   it('follows the mask, finishes "stop" when it terminates, and prepares each sampled row', async () => {
-    const e = new LlmEngine(new FakeModelRunner({ vocabSize: V }), { checkIntegrity: true });
+    const e = new LlmEngine(new HostSamplingRunner(new FakeModelRunner({ vocabSize: V })), {
+      checkIntegrity: true,
+    });
     const c = new ScriptConstraint(V, [[10], [11, 12], [13]]);
     const got = await collect(
       e,
@@ -110,7 +113,9 @@ describe('LlmEngine with a constraint', () => {
   });
 
   it('ends only that request with an error when its constraint fails', async () => {
-    const e = new LlmEngine(new FakeModelRunner({ vocabSize: V }), { checkIntegrity: true });
+    const e = new LlmEngine(new HostSamplingRunner(new FakeModelRunner({ vocabSize: V })), {
+      checkIntegrity: true,
+    });
     const bad: LogitsConstraint = {
       nextTokenMask: () => null,
       accept: () => {
@@ -127,7 +132,7 @@ describe('LlmEngine with a constraint', () => {
   });
 
   it('rejects logit_bias ids outside the vocabulary', async () => {
-    const e = new LlmEngine(new FakeModelRunner({ vocabSize: V }));
+    const e = new LlmEngine(new HostSamplingRunner(new FakeModelRunner({ vocabSize: V })));
     const got = await collect(
       e,
       makeRequest('x', [1, 2], { sampling: { ...GREEDY, logitBias: [[V, 1]] } }),
@@ -140,10 +145,13 @@ const model = await loadModel('models/moeserve-tiny-m3', { backend: new CpuBacke
 
 describe('prompt logprobs on the bundled model (CPU)', () => {
   const engine = (maxNumBatchedTokens: number, numPages = 96) =>
-    new LlmEngine(new M3ModelRunner(model, { numPages, maxModelLen: 256 }), {
-      checkIntegrity: true,
-      maxNumBatchedTokens,
-    });
+    new LlmEngine(
+      new HostSamplingRunner(new M3ModelRunner(model, { numPages, maxModelLen: 256 })),
+      {
+        checkIntegrity: true,
+        maxNumBatchedTokens,
+      },
+    );
 
   it('equal the log-softmax of a direct forward, chunked, prefix-cached or not', async () => {
     const prompt = randomPrompt(7, 40, 3000);

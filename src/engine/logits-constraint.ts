@@ -55,3 +55,17 @@ export function maskOf(vocabSize: number, ids: Iterable<number>): Uint32Array {
   for (const t of ids) mask[t >>> 5] = mask[t >>> 5]! | (1 << (t & 31));
   return mask;
 }
+
+/** How many of the first `vocabSize` tokens `mask` allows. */
+export function countAllowed(mask: Uint32Array, vocabSize: number): number {
+  let n = 0;
+  for (let w = 0; w < mask.length && w * 32 < vocabSize; w++) {
+    let bits = mask[w]!;
+    const end = Math.min(32, vocabSize - w * 32);
+    if (end < 32) bits &= (2 ** end - 1) >>> 0;
+    bits = bits - ((bits >>> 1) & 0x55555555);
+    bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+    n += (Math.imul((bits + (bits >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
+  }
+  return n;
+}

@@ -44,7 +44,8 @@ export class M3ModelRunner implements ModelRunner {
   readonly pageSize: number;
   readonly maxModelLen: number;
   readonly eosTokenIds: readonly number[];
-  private readonly kv: KvCache;
+  /** The paged KV cache (the CUDA step runner drives the model with it). */
+  readonly kv: KvCache;
 
   constructor(
     readonly model: RunnerModel,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeModelRunner } from '../engine/fake-model-runner.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { runSoak } from './engine-soak.js';
+import { HostSamplingRunner } from '../engine/host-sampling-runner.js';
 
 describe('engine soak (short)', () => {
   it('returns to idle KV and heap after mixed load with aborts and preemption', async () => {
@@ -11,7 +12,7 @@ describe('engine soak (short)', () => {
       pageSize: 8,
       maxModelLen: 160,
     });
-    const engine = new LlmEngine(runner, {
+    const engine = new LlmEngine(new HostSamplingRunner(runner), {
       maxNumSeqs: 8,
       maxNumBatchedTokens: 64,
       checkIntegrity: true,

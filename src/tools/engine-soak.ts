@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { GenerateRequest } from '../engine/engine-types.js';
+import { HostSamplingRunner } from '../engine/host-sampling-runner.js';
 import { FakeModelRunner } from '../engine/fake-model-runner.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import type { ModelRunner } from '../engine/model-runner.js';
@@ -221,7 +222,7 @@ async function main(): Promise<number> {
     },
   });
   const runner = await loadRunner(a.model, Number(a.pages));
-  const engine = new LlmEngine(runner, {
+  const engine = new LlmEngine(new HostSamplingRunner(runner), {
     maxNumSeqs: Number(a['max-num-seqs']),
     maxNumBatchedTokens: Number(a['max-num-batched-tokens']),
     checkIntegrity: true,

@@ -6,7 +6,8 @@
  *
  * Layout (int32, offsets depend only on T, R, the number of sequences and the page stride, which
  * are fixed for a captured batch size): tokenIds[T] positions[T] seqOfToken[T] slots[T]
- * logitRows[R] pageTable[numSeqs * pageStride].
+ * logitRows[R] pageTable[numSeqs * pageStride]. A batch that a graph replays carries the
+ * graph's `pageTableStride`.
  */
 import type { BatchMeta } from '../backend.js';
 import { layoutBatch, type BatchLayout, type ForwardBatch } from '../forward-batch.js';
@@ -28,9 +29,6 @@ export interface CudaBatchMeta extends BatchMeta {
 export class BatchMetaStore {
   private readonly pinned: PinnedBuffer;
   private readonly dev: number;
-  /** When set (graph capture and replay), the page stride every batch must use. */
-  fixedPageStride: number | null = null;
-
   constructor(
     private readonly device: CudaDevice,
     readonly capacityInts: number,
@@ -54,8 +52,8 @@ export class BatchMetaStore {
     const T = layout.numTokens;
     const R = layout.logitRows.length;
     const numSeqs = batch.seqs.length;
-    let stride = this.fixedPageStride ?? 1;
-    if (this.fixedPageStride === null)
+    let stride = batch.pageTableStride ?? 1;
+    if (batch.pageTableStride === undefined)
       for (const s of batch.seqs) stride = Math.max(stride, s.pageTable.length);
     const offsets = [0, T, 2 * T, 3 * T, 4 * T, 4 * T + R];
     const total = 4 * T + R + numSeqs * stride;

@@ -1,7 +1,8 @@
 /**
  * The CUDA backend: bf16 (or f32) tensors in device memory, kernels from kernels/*.cu compiled
  * by NVRTC, GEMMs on cuBLAS, one stream. Every op only enqueues work (no host reads), so a
- * decode step can be captured into a CUDA graph (decode-graphs.ts). Created with
+ * decode step can be captured into a CUDA graph (decode-graphs.ts; a host read while capturing
+ * throws). Created with
  * `createCudaBackend()`; on a machine without a usable GPU that throws one clear line.
  */
 import type {
@@ -54,8 +55,6 @@ export class CudaBackend implements Backend {
   readonly metaStore: BatchMetaStore;
   private readonly pool: MemoryPool;
   private readonly exact = new Set<PoolBlock>();
-  /** While capturing a graph: tensors read back by the model, to read after each replay. */
-  private captureReads: { tensor: CudaTensor; array: Float32Array | Int32Array }[] | null = null;
   private readonly float32: boolean;
 
   constructor(
@@ -159,11 +158,7 @@ export class CudaBackend implements Backend {
   readF32(t: Tensor): Float32Array {
     const c = cuda(t, 'readF32', ['f32', 'bf16']);
     const n = c.numel;
-    if (this.captureReads) {
-      const array = new Float32Array(n);
-      this.captureReads.push({ tensor: c, array });
-      return array;
-    }
+    this.refuseReadWhileCapturing('readF32', c);
     if (c.dtype === 'f32') {
       const out = new Float32Array(n);
       this.dev.download(out, c.ptr);
@@ -179,14 +174,21 @@ export class CudaBackend implements Backend {
 
   readI32(t: Tensor): Int32Array {
     const c = cuda(t, 'readI32', ['i32']);
-    if (this.captureReads) {
-      const array = new Int32Array(c.numel);
-      this.captureReads.push({ tensor: c, array });
-      return array;
-    }
+    this.refuseReadWhileCapturing('readI32', c);
     const out = new Int32Array(c.numel);
     this.dev.download(out, c.ptr);
     return out;
+  }
+
+  /**
+   * The capture contract: a captured step only enqueues device work, so a host read inside a
+   * capture is a bug in the step (or in its `capturable` claim), never silently recorded.
+   */
+  private refuseReadWhileCapturing(op: string, t: CudaTensor): void {
+    if (this.dev.isCapturing)
+      throw new Error(
+        `cuda: ${op} of a ${shapeStr(t.shape)} tensor during CUDA graph capture: a capturable step must not read the device on the host`,
+      );
   }
 
   free(t: Tensor): void {
@@ -241,17 +243,16 @@ export class CudaBackend implements Backend {
   }
 
   /**
-   * Runs `fn` under stream capture. Host reads made by `fn` (readF32/readI32) return zeros
-   * and are recorded: the returned `reads` are the tensors to read after each replay.
+   * Records what `fn` enqueues into a CUDA graph. `fn` must be a capturable step: device work
+   * only, into buffers that outlive the graph, with no host reads (they throw), allocations
+   * beyond what the pool already holds (they throw) or synchronisation. Its outputs are read
+   * after each replay by the caller, from the same buffers.
    */
-  async captureGraph<R>(fn: () => Promise<R>): Promise<CapturedGraph<R>> {
+  async captureGraph(fn: () => Promise<void>): Promise<CudaGraph> {
     this.dev.sync();
-    const reads: CapturedRead[] = [];
-    this.captureReads = reads;
     this.dev.beginCapture();
-    let result: R;
     try {
-      result = await fn();
+      await fn();
     } catch (e) {
       try {
         this.dev.endCapture().destroy();
@@ -259,30 +260,8 @@ export class CudaBackend implements Backend {
         // the capture was already invalidated; report the first error
       }
       throw e;
-    } finally {
-      this.captureReads = null;
     }
-    return { graph: this.dev.endCapture(), reads, result };
-  }
-
-  /**
-   * Replays a captured graph and refreshes, in place, the arrays the captured function got
-   * from its host reads; returns the captured function's result object (now current).
-   */
-  replay<R>(g: CapturedGraph<R>): R {
-    g.graph.launch();
-    this.dev.sync();
-    for (const { tensor, array } of g.reads) {
-      if (tensor.dtype === 'bf16') {
-        const bits = new Uint16Array(array.length);
-        this.dev.download(bits, tensor.ptr);
-        const u = new Uint32Array(array.buffer, array.byteOffset, array.length);
-        for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
-      } else {
-        this.dev.download(array, tensor.ptr);
-      }
-    }
-    return g.result;
+    return this.dev.endCapture();
   }
 
   synchronize(): void {
@@ -404,18 +383,6 @@ export class CudaBackend implements Backend {
     const c = cuda(t, 'fillRandom', ['bf16', 'f32']);
     ew.fillRandom(this.ctx, c.ptr, c.dtype === 'bf16' ? 'b' : 'f', c.numel, seed, scale, offset);
   }
-}
-
-export interface CapturedRead {
-  readonly tensor: CudaTensor;
-  readonly array: Float32Array | Int32Array;
-}
-
-/** A captured step: its graph, the host reads to refresh after a replay, the function's result. */
-export interface CapturedGraph<R> {
-  readonly graph: CudaGraph;
-  readonly reads: readonly CapturedRead[];
-  readonly result: R;
 }
 
 /**

@@ -21,6 +21,7 @@ const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 /** Relaxed capture: other threads' unsafe calls are not our concern (single-threaded JS). */
 const CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+const CUDA_ERROR_NOT_READY = 600;
 
 export class PinnedBuffer {
   constructor(
@@ -145,6 +146,16 @@ export class CudaDevice {
     );
   }
 
+  /** Stream-ordered copy into pinned memory; read it after the stream passes a later event. */
+  downloadAsync(dstHostAddress: number, src: number, bytes: number): void {
+    if (this.capturing) throw new Error('cuda: device-to-host copy during graph capture');
+    if (bytes === 0) return;
+    this.check.cu(
+      this.libs.cu.cuMemcpyDtoHAsync(dstHostAddress, src, bytes, this.stream),
+      'cuMemcpyDtoHAsync',
+    );
+  }
+
   copyAsync(dst: number, src: number, bytes: number): void {
     if (bytes === 0) return;
     this.check.cu(
@@ -242,6 +253,20 @@ export class CudaDevice {
 
   record(ev: unknown): void {
     this.check.cu(this.libs.cu.cuEventRecord(ev, this.stream), 'cuEventRecord');
+  }
+
+  /**
+   * Resolves once the stream has passed `ev` (recorded earlier), without blocking the event
+   * loop: cuEventQuery is polled from setImmediate, so HTTP writes and new requests are served
+   * while the GPU works. The wait costs one poll period (a few µs) after the GPU finishes.
+   */
+  async whenDone(ev: unknown): Promise<void> {
+    for (;;) {
+      const res = this.libs.cu.cuEventQuery(ev) as number;
+      if (res === 0) return;
+      if (res !== CUDA_ERROR_NOT_READY) this.check.cu(res, 'cuEventQuery');
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   /** Milliseconds between two recorded events (waits for `end`). */

@@ -82,6 +82,11 @@ function declareDriver(lib: Lib) {
       ['cuMemcpyHtoDAsync_v2', 'cuMemcpyHtoDAsync'],
       'int %(uint64_t dst, uint64_t srcHost, size_t n, void *stream)',
     ),
+    /** Asynchronous copy to pinned host memory given by address. */
+    cuMemcpyDtoHAsync: d(
+      ['cuMemcpyDtoHAsync_v2', 'cuMemcpyDtoHAsync'],
+      'int %(uint64_t dstHost, uint64_t src, size_t n, void *stream)',
+    ),
     cuMemcpyDtoDAsync: d(
       ['cuMemcpyDtoDAsync_v2', 'cuMemcpyDtoDAsync'],
       'int %(uint64_t dst, uint64_t src, size_t n, void *stream)',
@@ -113,6 +118,8 @@ function declareDriverExec(d: (names: string | readonly string[], sig: string) =
     cuEventCreate: d('cuEventCreate', 'int %(_Out_ void **ev, uint32_t flags)'),
     cuEventRecord: d('cuEventRecord', 'int %(void *ev, void *stream)'),
     cuEventSynchronize: d('cuEventSynchronize', 'int %(void *ev)'),
+    /** 0 = done, 600 (CUDA_ERROR_NOT_READY) = still pending. */
+    cuEventQuery: d('cuEventQuery', 'int %(void *ev)'),
     cuEventElapsedTime: d(
       ['cuEventElapsedTime_v2', 'cuEventElapsedTime'],
       'int %(_Out_ float *ms, void *start, void *end)',

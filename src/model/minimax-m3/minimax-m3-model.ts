@@ -68,6 +68,49 @@ export class MiniMaxM3Model {
   }
 
   async forward(batch: ForwardBatch, kv: KvCache): Promise<ForwardOutput> {
+    return this.run(batch, kv, (ctx, y) => this.lmHead(ctx, y));
+  }
+
+  /**
+   * Whether `batch`'s forward may be recorded into a CUDA graph: every op only enqueues device
+   * work with shapes fixed by the batch's size. Not when the step reads the device on the host
+   * (expert parallelism plans its dispatch from the routes; captured routed experts; the
+   * all-reduce trace) or talks to other ranks.
+   */
+  capturable(batch: ForwardBatch): boolean {
+    return (
+      this.comm.worldSize === 1 &&
+      !usesExpertParallel(this.layout) &&
+      this.trace === undefined &&
+      batch.captureRoutedExperts !== true
+    );
+  }
+
+  /**
+   * The forward with the logits left on the device: [R, V] f32 into the first R rows of
+   * `logits` (single rank). Enqueues work only (no host reads) when `capturable(batch)`.
+   */
+  async forwardInto(
+    batch: ForwardBatch,
+    kv: KvCache,
+    logits: Tensor,
+  ): Promise<Record<string, Int32Array>> {
+    if (this.comm.worldSize !== 1) throw new Error('forwardInto: single rank only');
+    const out = await this.run(batch, kv, (ctx, y) => {
+      const R = ctx.meta.numLogitRows;
+      const rows = ctx.scratch([R, this.cfg.hiddenSize]); // [R, D]
+      this.backend.gatherLogitRows(rows, y, ctx.meta);
+      this.backend.matmul(this.backend.rows(logits, 0, R), rows, this.weights.lmHead); // [R, V]
+      return Promise.resolve({});
+    });
+    return out.routedExperts;
+  }
+
+  private async run<H>(
+    batch: ForwardBatch,
+    kv: KvCache,
+    head: (ctx: StepContext, y: Tensor) => Promise<H>,
+  ): Promise<H & { routedExperts: Record<string, Int32Array> }> {
     const b = this.backend;
     const ctx = new StepContext(this.cfg, b, this.comm, b.prepareBatch(batch));
     this.trace?.beginStep();
@@ -91,7 +134,7 @@ export class MiniMaxM3Model {
       const last = this.cfg.numLayers - 1;
       await this.reduceAddNorm(ctx, last, { a, r, h, w: this.weights.norm }, deferred);
       const y = await rs.gather(a); // [T, D]: the one all-gather before the LM head under SP
-      return { ...(await this.lmHead(ctx, y)), routedExperts: ctx.routedExperts };
+      return { ...(await head(ctx, y)), routedExperts: ctx.routedExperts };
     } finally {
       ctx.release();
     }
