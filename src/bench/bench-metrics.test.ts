@@ -41,6 +41,34 @@ describe('computeBenchMetrics', () => {
     expect(m.maxConcurrentRequests).toBe(1);
   });
 
+  it('counts tokens per SSE event and a lower bound on one-token events', () => {
+    const perToken = computeBenchMetrics(
+      [{ startS: 0, timing: timing(0.1, [0.01, 0.01], 3) }],
+      [],
+      0,
+      1,
+    );
+    expect(perToken.tokensPerEvent).toBe(1);
+    expect(perToken.oneTokenEventsMin).toBe(1);
+    // 10 tokens in 4 events (1 + 3 gaps): 2.5 per event, at least 2·4 − 10 < 0 -> 0 singles.
+    const burst = computeBenchMetrics(
+      [{ startS: 0, timing: timing(0.1, [0.2, 0.2, 0.2], 10) }],
+      [],
+      0,
+      1,
+    );
+    expect(burst.tokensPerEvent).toBe(2.5);
+    expect(burst.oneTokenEventsMin).toBe(0);
+    // 11 tokens in 10 events: at least 9 carry one token.
+    const one = computeBenchMetrics(
+      [{ startS: 0, timing: timing(0.1, Array(9).fill(0.01), 11) }],
+      [],
+      0,
+      1,
+    );
+    expect(one.oneTokenEventsMin).toBeCloseTo(0.9, 12);
+  });
+
   it('excludes single-token requests from TPOT', () => {
     const m = computeBenchMetrics([{ startS: 0, timing: timing(0.05, [], 1) }], [], 0, 1);
     expect(m.tpot.mean).toBe(0);

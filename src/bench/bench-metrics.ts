@@ -21,6 +21,16 @@ export interface BenchMetrics {
   ttft: Summary;
   tpot: Summary;
   itl: Summary;
+  /**
+   * Output tokens per SSE event that counts as a token chunk under the TTFT convention: 1.0
+   * when every token streams as its own event; above 1 when the server sent tokens in bursts.
+   */
+  tokensPerEvent: number;
+  /**
+   * Lower bound on the fraction of those events that carry exactly one token: with N tokens in
+   * E events of at least one token each, at least 2E − N events carry one.
+   */
+  oneTokenEventsMin: number;
   /** ΣE2E / duration: mean number of requests in flight (SGLang). */
   concurrency: number;
   maxOutputTokensPerS: number;
@@ -46,7 +56,9 @@ export function computeBenchMetrics(
   let e2eSum = 0;
   const tpots: number[] = [];
   const itls: number[] = [];
+  let events = 0;
   for (const r of ok) {
+    events += r.timing.outputTokens > 0 ? 1 + r.timing.itl.length : 0;
     inTok += r.timing.promptTokens;
     outTok += r.timing.outputTokens;
     e2eSum += r.timing.e2e;
@@ -68,6 +80,8 @@ export function computeBenchMetrics(
     ttft: summarizeMs(ok.map((r) => r.timing.ttft)),
     tpot: summarizeMs(tpots),
     itl: summarizeMs(itls),
+    tokensPerEvent: events > 0 ? outTok / events : 0,
+    oneTokenEventsMin: events > 0 ? Math.max(0, (2 * events - outTok) / events) : 0,
     concurrency: e2eSum / dur,
     maxOutputTokensPerS: peakOutputTokensPerS(ok, benchStartS),
     maxConcurrentRequests: peakConcurrentRequests(ok),

@@ -72,6 +72,8 @@ export function resultRecord(meta: BenchRunMeta, m: BenchMetrics): Record<string
     ...summaryFields('tpot', m.tpot),
     ...summaryFields('itl', m.itl),
     max_itl_ms: m.itl.max,
+    tokens_per_sse_event: m.tokensPerEvent,
+    one_token_sse_events_min: m.oneTokenEventsMin,
     concurrency: m.concurrency,
     accept_length: null,
     max_output_tokens_per_s: m.maxOutputTokensPerS,
@@ -135,6 +137,8 @@ export function formatReport(meta: BenchRunMeta, m: BenchMetrics): string {
     ...latencyBlock('Time per Output Token (excl. 1st token)', 'TPOT', m.tpot),
     ...latencyBlock('Inter-Token Latency', 'ITL', m.itl),
     row('Max ITL (ms):', m.itl.max),
+    row('Tokens per SSE event:', m.tokensPerEvent, 3),
+    row('One-token SSE events (at least, %):', 100 * m.oneTokenEventsMin, 1),
     '='.repeat(W),
     `TTFT/ITL/E2E convention: ${meta.ttftConvention}; ITL is per chunk.`,
   ];
@@ -146,7 +150,18 @@ export function formatReport(meta: BenchRunMeta, m: BenchMetrics): string {
 
 /** One row per run, for sweeps. */
 export function formatSweepTable(runs: readonly { meta: BenchRunMeta; m: BenchMetrics }[]): string {
-  const head = ['conc', 'run', 'ok', 'fail', 'out tok/s', 'TTFT p50', 'TPOT p50', 'TPOT p99'];
+  const head = [
+    'conc',
+    'run',
+    'ok',
+    'fail',
+    'out tok/s',
+    'TTFT p50',
+    'TPOT p50',
+    'TPOT p99',
+    'ITL p50',
+    'tok/event',
+  ];
   const rows = runs.map(({ meta, m }) => [
     String(num(meta.maxConcurrency)),
     String(meta.runIndex),
@@ -156,6 +171,8 @@ export function formatSweepTable(runs: readonly { meta: BenchRunMeta; m: BenchMe
     m.ttft.median.toFixed(2),
     m.tpot.median.toFixed(2),
     m.tpot.p99.toFixed(2),
+    m.itl.median.toFixed(2),
+    m.tokensPerEvent.toFixed(2),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const fmt = (cells: string[]): string =>
