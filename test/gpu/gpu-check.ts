@@ -1,8 +1,11 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
- *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR] [--only smoke,ops,golden]
+ *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
+ *        [--only smoke,ops,golden,sampler,engine]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
- * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check.
+ * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
+ * 4. the GPU sampler against the host sampler (sampler-check.ts), 5. greedy tokens through the
+ * engine with CUDA graphs, with --enforce-eager and on the CPU (engine-check.ts).
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -10,8 +13,10 @@ import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { type Row, printTable } from './check-util.js';
+import { checkEngineGreedy } from './engine-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkOps } from './op-check.js';
+import { checkSampler } from './sampler-check.js';
 import { smoke } from './smoke.js';
 
 function arg(name: string, fallback: string): string {
@@ -22,7 +27,7 @@ function arg(name: string, fallback: string): string {
 async function main(): Promise<void> {
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
-  const only = new Set(arg('only', 'smoke,ops,golden').split(','));
+  const only = new Set(arg('only', 'smoke,ops,golden,sampler,engine').split(','));
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
   const result: Record<string, unknown> = {};
@@ -44,6 +49,19 @@ async function main(): Promise<void> {
     const gpu32 = await createCudaBackend({ float32: true });
     rows.push(...(await checkGoldenExpect(golden, gpu32)));
     printTable('golden: model on CUDA vs CPU (bf16), CUDA f32 mode vs expect.json', rows);
+    all.push(...rows);
+  }
+  if (only.has('sampler')) {
+    const rows = await checkSampler(gpu).catch((e: Error) => {
+      console.error(e.stack);
+      return [{ check: 'sampler', value: 'error', limit: '-', pass: false }];
+    });
+    printTable('GPU sampler vs host sampler', rows);
+    all.push(...rows);
+  }
+  if (only.has('engine')) {
+    const rows = await checkEngineGreedy(golden, await createCudaBackend({ float32: true }));
+    printTable('engine: CUDA graphs / eager / CPU greedy tokens (f32 mode)', rows);
     all.push(...rows);
   }
   result['rows'] = all;
