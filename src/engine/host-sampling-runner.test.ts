@@ -52,7 +52,7 @@ describe('HostSamplingRunner (the step-runner contract on the host sampler)', ()
     const seen = new Set<number>();
     for (let step = 0; step < 40; step++) {
       const out = await runner.step(decodeBatch([step % V], [0]), [
-        { seq, numLogprobs: null, allowedMask: mask },
+        { seq, numLogprobs: null, allowedMask: () => mask },
       ]);
       seen.add(out.samples[0]!.tokenId);
     }

@@ -24,7 +24,7 @@ async function serveGreedy(
   enforceEager: boolean,
   prompts: number[][],
 ): Promise<{ tokens: number[][]; graphSteps: number; eagerSteps: number }> {
-  const runner = new M3ModelRunner(loadModel(dir, { backend }), { numPages: 64 });
+  const runner = new M3ModelRunner(await loadModel(dir, { backend }), { numPages: 64 });
   const step =
     backend.name === 'cuda'
       ? new CudaStepRunner(runner, { enforceEager, maxNumSeqs: 8 })
