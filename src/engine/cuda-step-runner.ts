@@ -31,6 +31,8 @@ class CudaSequenceSampling implements SequenceSampling {
  */
 export class CudaStepRunner implements StepRunner {
   readonly numPages: number;
+  /** The GPU wait polls an event from setImmediate (CudaDevice.whenDone). */
+  readonly overlapsHost: boolean = true;
   private readonly backend: CudaBackend;
   private readonly logits: CudaTensor;
   private readonly sampler: GpuSampler;

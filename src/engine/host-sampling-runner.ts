@@ -21,6 +21,8 @@ class HostSequenceSampling implements SequenceSampling {
  * returns host logits [R, V] and each requested row is sampled by the JavaScript sampler.
  */
 export class HostSamplingRunner implements StepRunner {
+  /** The logits runner computes on this thread (CPU) or returns host logits (a group). */
+  readonly overlapsHost: boolean = false;
   constructor(readonly inner: ModelRunner) {}
 
   get vocabSize(): number {

@@ -217,9 +217,17 @@ export class LlmEngine implements Engine {
     setImmediate(() => void this.loop());
   }
 
+  /**
+   * Runs steps while work remains. With a runner whose steps wait on a device without
+   * blocking the thread (`overlapsHost`), step N+1 is launched, synchronously, before step N's
+   * events reach their consumers, so the HTTP writes of N happen while the device runs N+1.
+   * A synchronous runner ends the run after each step: `kick` then yields a macrotask
+   * (setImmediate) so I/O is served between steps.
+   */
   private async loop(): Promise<void> {
     try {
-      await this.step();
+      let tail = await this.step();
+      while (tail) tail = (await tail.next) as { next: Promise<unknown> } | null;
     } catch (e) {
       // A bug outside the forward: fail everyone rather than leave streams hanging.
       const message = `engine step failed: ${(e as Error).message}`;
@@ -231,7 +239,7 @@ export class LlmEngine implements Engine {
     }
   }
 
-  private async step(): Promise<void> {
+  private async step(): Promise<{ next: Promise<unknown> } | null> {
     const plan = this.scheduler.schedule();
     if (plan.seqs.length === 0)
       throw new Error('the scheduler planned an empty step with work queued');
@@ -249,12 +257,14 @@ export class LlmEngine implements Engine {
       await ready;
       const message = `model forward failed: ${(e as Error).message}`;
       for (const s of plan.seqs) this.endById(s.req, { error: message });
-      return;
+      return null;
     }
     for (const f of failed) this.endById(f.req, { error: f.error });
     this.scheduler.commit(plan);
     this.emitTokens(plan, batch, out);
     if (this.config.checkIntegrity) this.checkIntegrity();
+    // Wrapped, not returned: a returned promise would be adopted, chaining every step.
+    return this.runner.overlapsHost && this.scheduler.hasWork ? { next: this.step() } : null;
   }
 
   private buildBatch(plan: BatchPlan): ForwardBatch {

@@ -60,6 +60,12 @@ export interface StepRunner {
   readonly maxModelLen: number;
   /** From config.json / generation_config.json; may be empty. */
   readonly eosTokenIds: readonly number[];
+  /**
+   * `step` waits for a device without blocking the thread (and yields to the event loop at
+   * least once): the engine then launches the next step before handing out this step's
+   * tokens. False for a forward computed on this thread.
+   */
+  readonly overlapsHost: boolean;
   /** Sampling state for a new request; `seed` is the request's (or a random) seed. */
   openSampling(
     params: SamplingParams,

@@ -258,14 +258,15 @@ export class CudaDevice {
   /**
    * Resolves once the stream has passed `ev` (recorded earlier), without blocking the event
    * loop: cuEventQuery is polled from setImmediate, so HTTP writes and new requests are served
-   * while the GPU works. The wait costs one poll period (a few µs) after the GPU finishes.
+   * while the GPU works. Always yields at least once (I/O runs between steps even when the
+   * GPU was faster than the host); costs one poll period (a few µs) after the GPU finishes.
    */
   async whenDone(ev: unknown): Promise<void> {
     for (;;) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const res = this.libs.cu.cuEventQuery(ev) as number;
       if (res === 0) return;
       if (res !== CUDA_ERROR_NOT_READY) this.check.cu(res, 'cuEventQuery');
-      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
