@@ -81,7 +81,7 @@ export function computeBenchMetrics(
     tpot: summarizeMs(tpots),
     itl: summarizeMs(itls),
     tokensPerEvent: events > 0 ? outTok / events : 0,
-    oneTokenEventsMin: events > 0 ? Math.max(0, (2 * events - outTok) / events) : 0,
+    oneTokenEventsMin: events > 0 ? Math.min(1, Math.max(0, (2 * events - outTok) / events)) : 0,
     concurrency: e2eSum / dur,
     maxOutputTokensPerS: peakOutputTokensPerS(ok, benchStartS),
     maxConcurrentRequests: peakConcurrentRequests(ok),
