@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { GOLDEN_CASES, goldenCase } from '../../test/golden-dir.js';
 import { CpuBackend } from '../backend/cpu/cpu-backend.js';
 import { collect, makeRequest, randomPrompt } from '../engine/test-helpers.js';
+import { HostSamplingRunner } from '../engine/host-sampling-runner.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { M3ModelRunner } from '../engine/m3-model-runner.js';
 import { compareGolden, type GoldenExpect } from './golden-compare.js';
@@ -41,10 +42,12 @@ describe('CPU backend on 1 and 2 threads: the same bits', () => {
     );
     const engine = async (threads: number, numPages: number, maxNumBatchedTokens?: number) =>
       new LlmEngine(
-        new M3ModelRunner(await loadModel(dir, { backend: backend(threads) }), {
-          numPages,
-          maxModelLen: 256,
-        }),
+        new HostSamplingRunner(
+          new M3ModelRunner(await loadModel(dir, { backend: backend(threads) }), {
+            numPages,
+            maxModelLen: 256,
+          }),
+        ),
         { checkIntegrity: true, ...(maxNumBatchedTokens ? { maxNumBatchedTokens } : {}) },
       );
     const ref: number[][] = [];
