@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,5 +53,22 @@ describe('moeserve forward reproduces every golden case', () => {
     expect(() =>
       cli(['forward', '--model', goldenCase('tiny-dense'), '--ids', '1,999', '--out', '-']),
     ).toThrow(/vocabulary/);
+  });
+});
+
+describe('moeserve forward --out -', () => {
+  it('stops quietly when the reader closes the pipe early (| head)', () => {
+    const dir = goldenCase('tiny-moe');
+    const exp = JSON.parse(readFileSync(join(dir, 'expect.json'), 'utf8')) as GoldenExpect;
+    const node = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts`;
+    const cmd = `${node} forward --model ${dir} --ids ${exp.ids.join(',')} --out - 2>"$E" | head -c 20 >/dev/null; echo "\${PIPESTATUS[0]}"; cat "$E"`;
+    const err = join(mkdtempSync(join(tmpdir(), 'moeserve-epipe-')), 'stderr');
+    const res = spawnSync('bash', ['-c', cmd], {
+      encoding: 'utf8',
+      env: { ...process.env, E: err },
+    });
+    const [rc, ...stderr] = res.stdout.trim().split('\n');
+    expect(stderr.join('\n')).not.toMatch(/EPIPE|Error/);
+    expect(rc).toBe('0');
   });
 });

@@ -164,3 +164,18 @@ export function compareMarkdown(
   }
   return lines.join('\n') + '\n';
 }
+
+/** The one-line summary of a comparison: verdict counts of every arm against the baseline. */
+export function compareSummary(
+  arms: readonly Arm[],
+  baseIdx: number,
+  metricKeys: readonly string[],
+): string {
+  const rows = computeDeltas(arms, baseIdx, metricKeys.map(metricDef));
+  const count = (v: Verdict) => rows.filter((r) => r.verdict === v).length;
+  return (
+    `compare: ${arms.length} arms vs ${arms[baseIdx]!.label}, ${loadPoints(arms).length} load ` +
+    `points, ${rows.length} deltas: ${count('better')} better, ${count('worse')} worse, ` +
+    `${count('tie')} tie`
+  );
+}

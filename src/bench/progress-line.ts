@@ -1,15 +1,29 @@
 import { performance } from 'node:perf_hooks';
 import type { BenchProgress } from './bench-runner.js';
 
-/** Renders one self-overwriting status line on a TTY stream; does nothing elsewhere. */
+/** How often a piped (non-TTY) stream gets a progress line of its own. */
+const PIPED_INTERVAL_MS = 5000;
+
+/**
+ * Progress of a run on stderr: one self-overwriting status line on a terminal; when piped (a
+ * log file, CI), a plain line every 5 s and one at the end, so the log shows it as it goes.
+ */
 export class ProgressLine {
   private timer: NodeJS.Timeout | undefined;
+  private render: (() => string) | undefined;
 
-  constructor(private readonly out: NodeJS.WriteStream = process.stderr) {}
+  constructor(
+    private readonly out: Pick<NodeJS.WriteStream, 'write' | 'isTTY'> = process.stderr,
+    private readonly pipedIntervalMs = PIPED_INTERVAL_MS,
+  ) {}
 
   start(p: BenchProgress, label: string): void {
-    if (!this.out.isTTY) return;
-    this.timer = setInterval(() => this.out.write(`\r${renderProgress(p, label)}\x1b[K`), 250);
+    this.render = () => renderProgress(p, label);
+    const tty = this.out.isTTY;
+    const tick = tty
+      ? () => this.out.write(`\r${this.render!()}\x1b[K`)
+      : () => this.out.write(`${this.render!()}\n`);
+    this.timer = setInterval(tick, tty ? 250 : this.pipedIntervalMs);
     this.timer.unref();
   }
 
@@ -17,7 +31,7 @@ export class ProgressLine {
     if (!this.timer) return;
     clearInterval(this.timer);
     this.timer = undefined;
-    this.out.write('\r\x1b[K');
+    this.out.write(this.out.isTTY ? '\r\x1b[K' : `${this.render!()}\n`);
   }
 }
 

@@ -18,6 +18,14 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** What an option is when it is not given: its default, else off (a switch) or unset. */
+function defaultText(spec: OptionSpec): string {
+  if (spec.default !== undefined)
+    return spec.type === 'boolean' && spec.default === false ? 'off' : String(spec.default);
+  return spec.type === 'boolean' ? 'off' : 'unset';
+}
+
+/** Every option with what it is when not given (`--help` shows defaults, as vLLM's does). */
 export function helpText(cmd: Command): string {
   const lines = [
     `moeserve ${cmd.name}${cmd.usage ? ` ${cmd.usage}` : ''}`,
@@ -28,8 +36,9 @@ export function helpText(cmd: Command): string {
   ];
   for (const [name, spec] of Object.entries(cmd.options)) {
     const flag = `--${name}${spec.type === 'string' ? ` ${spec.valueName ?? name.toUpperCase()}` : ''}`;
-    const def = spec.default !== undefined ? ` (default: ${String(spec.default)})` : '';
-    lines.push(`  ${flag.padEnd(34)} ${spec.description}${def}`);
+    const def = ` (default: ${defaultText(spec)})`;
+    const stated = spec.default === undefined && /\bdefault\b/i.test(spec.description);
+    lines.push(`  ${flag.padEnd(34)} ${spec.description}${stated ? '' : def}`);
   }
   lines.push(`  ${'--help'.padEnd(34)} show this help`);
   return lines.join('\n');

@@ -1,7 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { loadArm } from '../bench/compare-data.js';
 import { compareSvg } from '../bench/compare-svg.js';
-import { compareMarkdown, DEFAULT_COMPARE_METRICS } from '../bench/compare-table.js';
+import {
+  compareMarkdown,
+  compareSummary,
+  DEFAULT_COMPARE_METRICS,
+} from '../bench/compare-table.js';
 import { UsageError, type Command } from './command.js';
 
 /** `moeserve compare`: the seeds' A/B table from bench serve result files. */
@@ -51,11 +55,17 @@ export const compareCommand: Command = {
     const md = compareMarkdown(arms, baseIdx, metrics);
     if (typeof values['output'] === 'string') writeFileSync(values['output'], md);
     else process.stdout.write(md);
+    const wrote: string[] = [];
+    if (typeof values['output'] === 'string') wrote.push(values['output']);
     if (typeof values['svg'] === 'string') {
       const [a, b] = String(values['svg-metrics']).split(',');
       if (!a || !b) throw new UsageError('--svg-metrics needs two comma-separated fields');
       writeFileSync(values['svg'], compareSvg(arms, [a, b]));
+      wrote.push(values['svg']);
     }
+    // On stderr, so `compare … > ab.md` keeps the Markdown clean.
+    const summary = compareSummary(arms, baseIdx, metrics);
+    console.error(wrote.length > 0 ? `${summary}; wrote ${wrote.join(', ')}` : summary);
     return 0;
   },
 };

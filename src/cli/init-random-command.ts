@@ -50,7 +50,7 @@ export const initRandomCommand: Command = {
     },
     'num-layers': {
       type: 'string',
-      description: 'decoder layers to keep (per-layer lists keep their first entries)',
+      description: 'decoder layers to keep (per-layer lists keep their first entries); default all',
       valueName: 'N',
     },
     seed: { type: 'string', default: '0', description: 'random seed', valueName: 'S' },

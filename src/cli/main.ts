@@ -28,6 +28,14 @@ async function main(argv: string[]): Promise<number> {
   return runCommand(await entry.load(), rest);
 }
 
+// `moeserve forward --out - | head`: a reader that closes the pipe early is normal use, not an
+// error; stop quietly instead of dying with an EPIPE stack trace.
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? 0);
+  });
+
 main(process.argv.slice(2)).then(
   (rc) => {
     process.exitCode = rc;

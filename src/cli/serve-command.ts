@@ -277,7 +277,12 @@ export const serveCommand: Command = {
       description: 'token budget of one engine step (prefill chunk size)',
       valueName: 'N',
     },
-    'num-pages': { type: 'string', description: 'KV-cache pages to allocate', valueName: 'N' },
+    'num-pages': {
+      type: 'string',
+      description:
+        'KV-cache pages to allocate (default: from memory; CUDA: 90% of free memory after the weights, less 4 GiB)',
+      valueName: 'N',
+    },
     'enforce-eager': {
       type: 'boolean',
       description: 'cuda: run every step eagerly, no CUDA graphs (vLLM flag)',

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Script } from '../bench/scripted-reply.js';
 import { ScriptedServer } from '../bench/scripted-server.js';
 import { helpText, runCommand, type Command } from './command.js';
+import { COMMANDS } from './commands.js';
 import { compareCommand } from './compare-command.js';
 import { evalGsm8kCommand } from './eval-gsm8k-command.js';
 import { evalStopRateCommand } from './eval-stop-rate-command.js';
@@ -137,5 +138,39 @@ describe('toolkit commands', () => {
     expect(out).not.toContain('Mean TPOT');
     expect(out).toContain('| Output throughput | 8 | B | +105 tok/s | +15.00% | better |');
     expect(readFileSync(svg, 'utf8')).toContain('</svg>');
+  });
+
+  it('compare ends with a one-line summary on stderr', async () => {
+    const row = (c: number, t: number) =>
+      JSON.stringify({ max_concurrency: c, output_throughput: t });
+    writeFileSync(join(dir, 'p.jsonl'), [row(1, 100), row(8, 700)].join('\n'));
+    writeFileSync(join(dir, 'q.jsonl'), [row(1, 90), row(8, 800)].join('\n'));
+    const md = join(dir, 'pq.md');
+    const printed: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((s: unknown) => void printed.push(String(s)));
+    const { rc } = await runQuiet(compareCommand, [
+      ...[`P=${join(dir, 'p.jsonl')}`, `Q=${join(dir, 'q.jsonl')}`, '--output', md],
+    ]);
+    expect(rc).toBe(0);
+    expect(printed).toEqual([
+      `compare: 2 arms vs P, 2 load points, 2 deltas: 1 better, 1 worse, 0 tie; wrote ${md}`,
+    ]);
+  });
+});
+
+describe('--help of every command', () => {
+  it('says what each option is when it is not given', async () => {
+    for (const [name, entry] of Object.entries(COMMANDS)) {
+      const cmd = await entry.load();
+      const text = helpText(cmd);
+      for (const [flag, spec] of Object.entries(cmd.options)) {
+        const line = text
+          .split('\n')
+          .find((l) => l.trimStart().startsWith(`--${flag} `) || l.trim() === `--${flag}`);
+        expect(line, `${name} --${flag}`).toMatch(/default/i);
+        if (spec.type === 'boolean' && spec.default !== true)
+          expect(line, `${name} --${flag}`).toContain('(default: off)');
+      }
+    }
   });
 });

@@ -194,7 +194,7 @@ export class ChoiceClock {
   }
 
   /** `reason` is a finish reason, or "error" for a choice the engine failed. Counted once. */
-  finish(reason: ChoiceFinishReason | 'error', completionTokens: number): void {
+  finish(reason: ChoiceFinishReason | 'tool_calls' | 'error', completionTokens: number): void {
     if (this.finished) return;
     this.finished = true;
     this.ctx.metrics.choiceDone({

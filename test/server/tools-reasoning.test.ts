@@ -42,6 +42,7 @@ const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
 
 let engine: FakeEngine;
 let client: OpenAI;
+let baseUrl: string;
 let close: () => Promise<void>;
 beforeAll(async () => {
   engine = new FakeEngine({ respond, maxModelLen: 4096 });
@@ -55,7 +56,8 @@ beforeAll(async () => {
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
-  client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'x', maxRetries: 0 });
+  baseUrl = `http://127.0.0.1:${port}`;
+  client = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: 'x', maxRetries: 0 });
   close = () => app.close();
 });
 afterAll(() => close());
@@ -228,5 +230,35 @@ describe('tool calls (minimax-m3)', () => {
     expect(prompt).toContain('<response>sunny</response>');
     expect(prompt).toContain(`${NS}<invoke name="get_weather">${NS}<city>Paris${NS}</city>`);
     expect((r.choices[0]!.message as Message).content).toBe('The answer is 4.');
+  });
+});
+
+describe('/metrics finish reasons', () => {
+  const finishes = async (reason: string): Promise<number> => {
+    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+    const m = new RegExp(
+      `moeserve_request_finish_total\\{finish_reason="${reason}"\\} (\\d+)`,
+    ).exec(text);
+    return m ? Number(m[1]) : 0;
+  };
+
+  it('counts a reply with tool calls as tool_calls (vLLM label values), streamed or not', async () => {
+    const before = { calls: await finishes('tool_calls'), stop: await finishes('stop') };
+    const messages = [{ role: 'user' as const, content: 'weather in Paris?' }];
+    const r = await client.chat.completions.create({ model: MODEL, messages, tools });
+    expect(r.choices[0]!.finish_reason).toBe('tool_calls');
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      tools,
+      stream: true,
+    });
+    for await (const _ of stream) void _;
+    await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(await finishes('tool_calls')).toBe(before.calls + 2);
+    expect(await finishes('stop')).toBe(before.stop + 1);
   });
 });

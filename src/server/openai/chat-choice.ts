@@ -97,7 +97,8 @@ export class ChatChoiceBuilder {
     return choice;
   }
 
-  private finishReason(reason: ChoiceFinishReason): FinishReason {
+  /** The finish_reason reported for an engine reason: "tool_calls" when calls came out. */
+  finishReason(reason: ChoiceFinishReason): FinishReason {
     return reason === 'stop' && this.calls.length > 0 ? 'tool_calls' : reason;
   }
 

@@ -99,9 +99,12 @@ function step(ctx: ServerContext, run: ChatRun, index: number, ev: ChoiceEvent):
     const c = builder.delta(ev.text, ev.tokens);
     return c ? [c] : [];
   }
-  clock.finish(ev.reason, ev.completionTokens);
+  // The builder first: only once its parsers are flushed is it known whether calls came out,
+  // and /metrics counts the reason the client sees ("tool_calls", as vLLM's label does).
+  const chunks = builder.finish(ev.reason);
+  clock.finish(builder.finishReason(ev.reason), ev.completionTokens);
   run.usage.addChoice(0, ev.completionTokens, ev.cachedTokens);
-  return builder.finish(ev.reason);
+  return chunks;
 }
 
 async function* streamChat(
