@@ -301,13 +301,9 @@ class SafetensorsCheckpoint implements Checkpoint {
       if (e.dtype !== 'F8_E4M3') return slot.weight.file.read(slot.weight.raw, part);
       return this.dequantize(slot, e, label, part);
     }
-    if (e.dtype === 'F8_E4M3') {
-      throw new SafetensorsError(
-        `${slot.weight.file.path}: FP8 tensor ${label} is stacked over experts; moeserve reads FP8 experts one tensor per expert`,
-      );
-    }
     // [N, R', C] read as matrix `index`, rows `rows`; columns cut here (dim 2 on disk).
     const t = slot.weight.file.read(slot.weight.raw, { rows: [at.index, 1], cols: rows });
+    if (e.dtype === 'F8_E4M3') this.scaleStacked(slot, e, label, at.index, rows, t.data);
     if (!o.cols) return { shape: [rn, C], data: t.data };
     const [c0, cn] = o.cols;
     const data = new Float32Array(rn * cn);
@@ -361,6 +357,44 @@ class SafetensorsCheckpoint implements Checkpoint {
       col0: sCols[0],
     });
     return t;
+  }
+
+  /**
+   * In place: applies the scales of rows `rows` of matrix `index` of a stacked FP8 tensor
+   * [N, R, C] (scales [N, ⌈R/bo⌉, ⌈C/bi⌉], transformers' `*_scale_inv` of fused experts).
+   */
+  private scaleStacked(
+    slot: Slot,
+    e: TensorEntry,
+    label: string,
+    index: number,
+    rows: [number, number],
+    w: Float32Array,
+  ): void {
+    const { weight, scale: scaleLoc } = slot;
+    if (!scaleLoc) {
+      throw new SafetensorsError(
+        `${weight.file.path}: F8_E4M3 tensor ${label} has no ${weight.raw}${SCALE_SUFFIX} companion`,
+      );
+    }
+    const se = scaleLoc.file.entry(scaleLoc.raw);
+    const [N, R, C] = e.shape as [number, number, number];
+    const block = this.blockSize(se.dtype);
+    const want = [N, Math.ceil(R / block[0]), Math.ceil(C / block[1])];
+    if (!sameShape(se.shape, want)) {
+      throw new SafetensorsError(
+        `${scaleLoc.file.path}: scale tensor "${se.name}" of ${label} has shape ${shapeStr(se.shape)}, expected ${shapeStr(want)} for block ${shapeStr(block)}`,
+      );
+    }
+    const sRows = blockRange(rows, block[0]);
+    const bytes = scaleLoc.file.readBytes(se.name, { rows: [index, 1], cols: sRows }).bytes;
+    const values = se.dtype === 'U8' ? e8m0ToF32(bytes) : decodeToF32(se.dtype, bytes);
+    applyBlockScales(w, { r0: rows[0], rn: rows[1], c0: 0, cn: C }, block, {
+      values,
+      cols: want[2]!,
+      row0: sRows[0],
+      col0: 0,
+    });
   }
 
   /** U8 scales are MXFP8 E8M0 exponents; float scales are block FP8 (DeepSeek/MiniMax-M2 style). */

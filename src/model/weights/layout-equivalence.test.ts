@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,9 +16,12 @@ import { modelTensors, shardSlice } from './weight-table.js';
 const tmp = mkdtempSync(join(tmpdir(), 'moeserve-layouts-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** The tiny preset (MSA block 4, top-2 blocks, 8 experts top-2, one dense layer). */
+const written = new Map<string, string>();
+
+/** The tiny preset (MSA block 4, top-2 blocks, 8 experts top-2, one dense layer), written once. */
 function write(layout: WeightLayout, dtype: RandomDType = 'bf16', shardBytes?: number): string {
   const dir = join(tmp, `${layout}-${dtype}-${shardBytes ?? 0}`);
+  if (written.has(dir)) return dir;
   writeRandomCheckpoint({
     config: PRESETS['tiny']!(),
     outDir: dir,
@@ -27,6 +30,16 @@ function write(layout: WeightLayout, dtype: RandomDType = 'bf16', shardBytes?: n
     seed: 21,
     ...(shardBytes ? { maxShardBytes: shardBytes } : {}),
   });
+  written.set(dir, dir);
+  return dir;
+}
+
+let copies = 0;
+
+/** A private copy of a written checkpoint, for tests that edit its config. */
+function copyOf(layout: WeightLayout): string {
+  const dir = join(tmp, `copy-${copies++}`);
+  cpSync(write(layout), dir, { recursive: true });
   return dir;
 }
 
@@ -36,6 +49,13 @@ const storedNames = (dir: string): string[] => {
   f.close();
   return names;
 };
+
+/** Every table tensor's part for one rank, dequantized. */
+const read = (ck: Checkpoint, par: ParallelLayout): Float32Array[] =>
+  modelTensors(ck.config).map(
+    (s) => ck.read(s.name, { expectShape: s.shape, ...shardSlice(s, ck.config, par) }).data,
+  );
+const SINGLE: ParallelLayout = { tpRank: 0, tpSize: 1 };
 
 // 24 tokens: 6 MSA blocks of 4 for 2 selected, so the sparse selection is exercised.
 const IDS = Array.from({ length: 24 }, (_, i) => (i * 37 + 11) % 256);
@@ -77,11 +97,6 @@ describe('every weight layout holds the same model', () => {
     });
   }
 
-  const read = (ck: Checkpoint, par: ParallelLayout) =>
-    modelTensors(ck.config).map(
-      (s) => ck.read(s.name, { expectShape: s.shape, ...shardSlice(s, ck.config, par) }).data,
-    );
-
   it('sharded reads (tp 2, ep 2) of every tensor equal layout A in every layout', () => {
     const ra = openCheckpoint(ref);
     for (const layout of WEIGHT_LAYOUTS) {
@@ -97,22 +112,63 @@ describe('every weight layout holds the same model', () => {
     ra.close();
   });
 
-  it('FP8 weights read the same under every one-to-one layout, sharded too', () => {
+  it('FP8 weights read the same under every layout (stacked experts too), sharded too', () => {
     const ra = openCheckpoint(write('a', 'mxfp8'));
-    for (const layout of ['b', 'vl', 'hf-native'] as const) {
+    for (const layout of ['b', 'vl', 'hf-native', 'fused'] as const) {
       const ck = openCheckpoint(write(layout, 'mxfp8', 40_000));
       expect(ck.config.quantization.method).toBe('mxfp8');
       expect(read(ck, { tpRank: 1, tpSize: 2 })).toEqual(read(ra, { tpRank: 1, tpSize: 2 }));
       ck.close();
     }
     ra.close();
-    expect(() => write('fused', 'fp8')).toThrow(/layout "fused" stores fused tensors/);
+    const fused = openCheckpoint(write('fused', 'mxfp8'));
+    const info = fused.info('model.layers.2.block_sparse_moe.experts.3.w3.weight');
+    expect([info.rawName, info.dtype, info.scaleName]).toEqual([
+      'model.language_model.layers.2.mlp.experts.gate_up_proj',
+      'F8_E4M3',
+      'model.language_model.layers.2.mlp.experts.gate_up_proj_scale_inv',
+    ]);
+    fused.close();
+    // Block FP8 scales span 128 rows: the tiny model's 32-row halves cannot be fused.
+    expect(() => write('fused', 'fp8')).toThrow(/not whole fp8 blocks of 128 rows/);
+  });
+});
+
+describe('block FP8 in the fused layout', () => {
+  it('stacked experts with 128×128 scale grids read like layout A', () => {
+    // Widths of 128 so every fused half is whole scale blocks.
+    const config = {
+      ...PRESETS['tiny']!(),
+      hidden_size: 128,
+      intermediate_size: 128,
+      shared_intermediate_size: 128,
+      dense_intermediate_size: 128,
+    };
+    const dirs = (['a', 'fused'] as const).map((layout) => {
+      const dir = join(tmp, `fp8-128-${layout}`);
+      writeRandomCheckpoint({ config, outDir: dir, layout, dtype: 'fp8', seed: 5 });
+      return openCheckpoint(dir);
+    });
+    const [a, f] = dirs as [Checkpoint, Checkpoint];
+    expect(f.info('model.layers.1.block_sparse_moe.experts.6.w2.weight').dtype).toBe('F8_E4M3');
+    // The fused tensors of one MoE and one dense layer, whole and as a tp-2 rank reads them.
+    const fusedSpecs = modelTensors(a.config).filter((s) =>
+      /layers\.[01]\..*(mlp|moe)/.test(s.name),
+    );
+    for (const par of [SINGLE, { tpRank: 1, tpSize: 2 }]) {
+      for (const s of fusedSpecs) {
+        const o = { expectShape: s.shape, ...shardSlice(s, a.config, par) };
+        expect(f.read(s.name, o).data).toEqual(a.read(s.name, o).data);
+      }
+    }
+    a.close();
+    f.close();
   });
 });
 
 describe('a checkpoint that disagrees with its config', () => {
   it('names the stored tensor and the config fields', async () => {
-    const dir = write('fused');
+    const dir = copyOf('fused');
     const cfgPath = join(dir, 'config.json');
     const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
     cfg.text_config.intermediate_size = 16;
@@ -121,7 +177,7 @@ describe('a checkpoint that disagrees with its config', () => {
     expect(() => openCheckpoint(dir)).toThrow(
       /"model\.language_model\.layers\.1\.mlp\.experts\.gate_up_proj" has shape \[8, 64, 64\], but config\.json implies \[8, 32, 64\] \(it holds model\.layers\.1\.block_sparse_moe\.experts\.0\.w1\.weight: \[16, 64\] \(intermediate_size × hidden_size\)\)/,
     );
-    const hf = write('hf-native');
+    const hf = copyOf('hf-native');
     const hfPath = join(hf, 'config.json');
     const c2 = JSON.parse(readFileSync(hfPath, 'utf8'));
     c2.text_config.dense_intermediate_size = 64;
@@ -134,7 +190,7 @@ describe('a checkpoint that disagrees with its config', () => {
 
 describe('layer structure that disagrees with the config', () => {
   it('names the tensor and the per-layer field', () => {
-    const dir = write('hf-native');
+    const dir = copyOf('hf-native');
     const cfgPath = join(dir, 'config.json');
     const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
     cfg.text_config.mlp_layer_types = ['dense', 'dense', 'sparse', 'sparse'];

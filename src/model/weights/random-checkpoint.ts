@@ -83,13 +83,17 @@ export function writeRandomCheckpoint(o: RandomCheckpointOptions): RandomCheckpo
       shard.flatMap((u) => u.headers),
     );
     try {
+      const progress = (n: number) => {
+        written += n;
+        o.onProgress?.(written, totalBytes);
+      };
       for (const u of shard) {
-        for (const spec of u.parts) {
-          writePart(w, spec, u, dtype, o.seed ?? 0, (n) => {
-            written += n;
-            o.onProgress?.(written, totalBytes);
-          });
-        }
+        // Codes of every part, then their scales: the scale tensor's rows follow the weight's.
+        const scales = u.parts.flatMap((spec) =>
+          writePart(w, spec, u, dtype, o.seed ?? 0, progress),
+        );
+        for (const sc of scales) w.append(sc);
+        if (u.headers[1]) progress(tensorBytes(u.headers[1]));
       }
     } finally {
       w.close();
@@ -144,9 +148,11 @@ function storedUnits(config: ModelConfig, layout: WeightLayout, dtype: RandomDTy
   }
   return [...groups].map(([name, g]) => {
     const parts = g.parts.sort((a, b) => a.key - b.key).map((p) => p.spec);
-    if (parts.length > 1 && dtype !== 'bf16' && dtype !== 'f32')
+    // Parts are quantized one by one, so a fused tensor's scale blocks must not straddle them.
+    const rowBlock = dtype === 'fp8' || dtype === 'mxfp8' ? FP8_BLOCK[dtype][0] : 1;
+    if (parts.length > 1 && parts.some((p) => p.shape[0]! % rowBlock !== 0))
       throw new Error(
-        `init-random: layout "${layout}" stores fused tensors, which are not written as ${dtype}`,
+        `init-random: layout "${layout}" fuses ${parts[0]!.name} with ${parts[0]!.shape[0]} rows, not whole ${dtype} blocks of ${rowBlock} rows`,
       );
     return toUnit(name, g.shape, parts, dtype);
   });
@@ -206,7 +212,10 @@ export function initOf(spec: WeightSpec): { std: number; mean: number } {
   }
 }
 
-/** Writes one table tensor's values (its rows of the stored tensor `u`), seeded by its name. */
+/**
+ * Writes one table tensor's values (its rows of the stored tensor `u`), seeded by its name;
+ * returns its FP8 scales, which the caller writes after every part's codes.
+ */
 function writePart(
   w: SafetensorsWriter,
   spec: WeightSpec,
@@ -214,7 +223,7 @@ function writePart(
   dtype: RandomDType,
   seed: number,
   progress: (bytes: number) => void,
-): void {
+): (Float32Array | Uint8Array)[] {
   const rng = new RandomSource(seed, spec.name);
   const { std, mean } = initOf(spec);
   const shape = spec.shape;
@@ -246,10 +255,7 @@ function writePart(
     }
     progress(n * cols * elemBytes);
   }
-  if (quant) {
-    for (const s of scales) w.append(s);
-    progress(tensorBytes(u.headers[1]!));
-  }
+  return scales;
 }
 
 function writeIndex(dir: string, shards: Unit[][], names: string[], totalBytes: number): void {

@@ -291,10 +291,11 @@ export function shardSlice(s: WeightSpec, c: ModelConfig, par: ParallelLayout): 
 /** The stored companion of a quantized weight: `<name>_scale_inv`. */
 export const SCALE_SUFFIX = '_scale_inv';
 
-/** Shape of the scale tensor of a quantized [out, in] weight with [bo, bi] blocks. */
-export function scaleShape(
-  shape: readonly number[],
-  block: readonly [number, number],
-): [number, number] {
-  return [Math.ceil(shape[0]! / block[0]), Math.ceil(shape[1]! / block[1])];
+/**
+ * Shape of the scale tensor of a quantized [out, in] weight with [bo, bi] blocks; a stacked
+ * [N, out, in] weight has one scale grid per matrix.
+ */
+export function scaleShape(shape: readonly number[], block: readonly [number, number]): number[] {
+  const [out, inn] = shape.slice(-2) as [number, number];
+  return [...shape.slice(0, -2), Math.ceil(out / block[0]), Math.ceil(inn / block[1])];
 }
