@@ -31,6 +31,7 @@ export async function serveModel(
     close: async () => {
       await app.close();
       await serving.engine.shutdown();
+      await serving.grammar?.close();
     },
   };
 }

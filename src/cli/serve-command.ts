@@ -8,12 +8,14 @@ import type { Engine, SamplingParams } from '../engine/engine-types.js';
 import { DEFAULT_ENGINE_CONFIG } from '../engine/engine-config.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { M3ModelRunner } from '../engine/m3-model-runner.js';
+import { GrammarService } from '../engine/grammar/grammar-service.js';
 import type { ModelRunner } from '../engine/model-runner.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
 import type { LoadProgress } from '../model/weights/load-progress.js';
 import { stepRunnerFor } from '../engine/step-runner-for.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
 import { PRESETS } from '../model/weights/random-presets.js';
+import { grammarVocab } from '../server/grammar-vocab.js';
 import { createServer } from '../server/http-server.js';
 import type { ChatRenderer, ServerTokenizer } from '../server/server-deps.js';
 import { DEFAULT_SERVER_OPTIONS, OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
@@ -71,6 +73,8 @@ export interface ModelServing {
   readonly chatTemplate: ChatRenderer;
   /** From generation_config.json, as vLLM applies it by default. */
   readonly samplingDefaults: SamplingParams;
+  /** Structured outputs over the checkpoint's vocabulary; null without a tokenizer.json. */
+  readonly grammar: GrammarService | null;
 }
 
 /** Sampling defaults: OpenAI's, overridden by the checkpoint's generation_config.json. */
@@ -123,15 +127,18 @@ export async function createEngineFromModelDir(
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
   });
   const cfg = readTokenizerConfig(dir);
-  const hasTokenizer = existsSync(join(dir, 'tokenizer.json'));
-  if (!hasTokenizer && !o.skipTokenizerInit)
+  const bpe = existsSync(join(dir, 'tokenizer.json')) ? loadTokenizer(dir) : null;
+  if (!bpe && !o.skipTokenizerInit)
     console.error(
       `moeserve: warning: ${join(dir, 'tokenizer.json')} is missing; text is read as bytes ` +
         '(token id = byte). Pass --skip-tokenizer-init to say this is intended.',
     );
-  const tokenizer = hasTokenizer
-    ? adaptTokenizer(loadTokenizer(dir))
+  const tokenizer = bpe
+    ? adaptTokenizer(bpe)
     : byteTokenizer(runner.vocabSize, runner.eosTokenIds[0] ?? -1);
+  const grammar = bpe
+    ? await GrammarService.create(grammarVocab(bpe, runner.vocabSize, runner.eosTokenIds))
+    : null;
   const tokens = {
     ...(cfg.bosToken !== undefined && { bosToken: cfg.bosToken }),
     ...(cfg.eosToken !== undefined && { eosToken: cfg.eosToken }),
@@ -142,6 +149,7 @@ export async function createEngineFromModelDir(
     tokenizer,
     chatTemplate: chatRenderer(cfg.chatTemplate, tokens),
     samplingDefaults: readSamplingDefaults(dir),
+    grammar,
   };
 }
 
@@ -374,6 +382,7 @@ export const serveCommand: Command = {
     return untilShutdown(drainMs, async () => {
       await app.drainAndClose(drainMs);
       await serving.engine.shutdown();
+      await serving.grammar?.close();
     });
   },
 };

@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Engine } from '../engine/engine-types.js';
+import type { GrammarService } from '../engine/grammar/grammar-service.js';
 import { ConnectionDrain } from './connection-drain.js';
 import { SequenceLimiter } from './admission.js';
 import { checkApiKey } from './auth.js';
@@ -29,6 +30,8 @@ export interface CreateServerArgs {
   readonly resetPrefixCache?: () => void;
   /** Fastify's request log (pino, JSON lines on stdout). */
   readonly logger?: boolean;
+  /** Structured outputs (response_format, forced tool calls); absent: those answer 400. */
+  readonly grammar?: GrammarService | null;
 }
 
 /**
@@ -97,6 +100,7 @@ function buildContext(args: CreateServerArgs, options: ServerOptions): ServerCon
     modelName: args.modelName,
     chatTemplate: args.chatTemplate,
     parsers: args.parsers ?? {},
+    grammar: args.grammar ?? null,
     options,
     metrics: new ServerMetrics(args.engine, options.processMetrics),
     limiter: new ConcurrencyLimiter(options.maxConcurrentRequests),

@@ -28,6 +28,8 @@ export interface ChoiceSpec {
   readonly stop: readonly string[];
   readonly includeStopStr: boolean;
   readonly skipSpecialTokens: boolean;
+  /** Frees per-choice resources (a grammar matcher) once the choice is over. */
+  readonly release?: () => void;
 }
 
 function linkAbort(parent: AbortSignal | undefined, child: AbortController): () => void {
@@ -98,6 +100,7 @@ export async function* runChoice(
   } catch (e) {
     if (!done) yield { type: 'error', message: `engine error: ${(e as Error).message}` };
   } finally {
+    spec.release?.();
     unlink();
     if (!done) ac.abort(new Error('consumer went away'));
   }

@@ -1,5 +1,6 @@
 import type { SequenceLimiter } from './admission.js';
 import type { Engine } from '../engine/engine-types.js';
+import type { GrammarService } from '../engine/grammar/grammar-service.js';
 import type { ValidationContext } from './openai/validate.js';
 import type { ChatRenderer, OutputParsers, ServerTokenizer } from './server-deps.js';
 import type { ServerMetrics } from './server-metrics.js';
@@ -33,6 +34,8 @@ export interface ServerContext {
   readonly modelName: string;
   readonly chatTemplate: ChatRenderer | null;
   readonly parsers: OutputParsers;
+  /** Compiles grammars and makes per-choice constraints; null when the model has no vocab. */
+  readonly grammar: GrammarService | null;
   readonly options: ServerOptions;
   readonly metrics: ServerMetrics;
   readonly limiter: ConcurrencyLimiter;

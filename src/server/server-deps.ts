@@ -99,4 +99,10 @@ export interface OutputParsers {
    * feeds it through the choice's parsers as if the model had written it.
    */
   readonly toolChoicePrefill?: (init: ToolChoicePrefillInit) => string;
+  /**
+   * The EBNF grammar of a call block that satisfies tool_choice "required" or a named function
+   * (null when nothing is forced). Used instead of the prefill when the server has a grammar
+   * backend: every forced call is then well-formed and follows the tool's schema.
+   */
+  readonly toolCallGrammar?: (init: ToolCallParserInit) => string | null;
 }

@@ -6,6 +6,7 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ReasoningStreamParser } from './parsers/reasoning-parser.js';
 import { ToolCallStreamParser } from './parsers/tool-call-parser.js';
 import { planToolChoice, toolChoicePrefill } from './parsers/tool-choice.js';
+import { toolCallGrammar } from './parsers/tool-call-grammar.js';
 import type { ChatRenderer, OutputParsers, ServerTokenizer, StreamDecoder } from './server-deps.js';
 
 /** Names accepted by --reasoning-parser and --tool-call-parser. */
@@ -97,6 +98,10 @@ export function outputParsers(o: {
     parsers.toolCall = (init) => new ToolCallStreamParser(init.tools);
     parsers.toolChoicePrefill = (init) =>
       toolChoicePrefill(planToolChoice(init.toolChoice, init.tools), init.promptText);
+    parsers.toolCallGrammar = (init) => {
+      const plan = planToolChoice(init.toolChoice, init.tools);
+      return plan.required ? toolCallGrammar(init.tools, plan.name) : null;
+    };
   }
   return parsers;
 }

@@ -15,8 +15,10 @@ import { mergeAsync } from '../merge-async.js';
 import { type ChoiceEvent, runChoice } from '../run-choice.js';
 import type { ServerContext } from '../server-context.js';
 import { sendSse } from '../sse.js';
+import type { GrammarConstraint } from '../../engine/grammar/grammar-service.js';
 import { ChatChoiceBuilder } from './chat-choice.js';
 import { buildChatPrompt, type ChatPrompt } from './chat-prompt.js';
+import { choiceConstraints } from './structured-output.js';
 import { promptLogprobsOf } from './token-details.js';
 import type {
   ChatChunk,
@@ -43,6 +45,7 @@ function startRun(
   gen: Generation,
   prompt: ChatPrompt,
   maxTokens: number,
+  constraints: readonly GrammarConstraint[] | null,
 ): ChatRun {
   const id = requestId('chatcmpl');
   const usage = new UsageTally();
@@ -75,8 +78,11 @@ function startRun(
       logprobs: req.logprobs,
       index,
       promptLogprobs: req.promptLogprobs ?? null,
+      ...(constraints ? { constraint: constraints[index]!.constraint } : {}),
     });
-    run.events.push(runChoice(ctx.engine, ctx.tokenizer, spec, gen.signal));
+    const release = constraints?.[index]?.dispose;
+    const choice = release ? { ...spec, release } : spec;
+    run.events.push(runChoice(ctx.engine, ctx.tokenizer, choice, gen.signal));
     run.clocks.push(new ChoiceClock(ctx, gen));
   }
   return run;
@@ -155,14 +161,21 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ServerContext
     checkModel(ctx, req.model);
     const prompt = buildChatPrompt(ctx, req);
     const maxTokens = resolveMaxTokens(ctx, prompt.ids.length, req.maxTokens, 'messages');
-    const gen = beginGeneration(ctx, reply, {
-      choices: req.n,
-      maxTokens,
-      logprobs: req.logprobs,
-      routedExperts: req.returnRoutedExperts,
-      buffered: !req.stream,
-    });
-    const run = startRun(ctx, req, gen, prompt, maxTokens);
+    const constraints = await choiceConstraints(ctx, prompt.constraint, req.n);
+    let gen: Generation;
+    try {
+      gen = beginGeneration(ctx, reply, {
+        choices: req.n,
+        maxTokens,
+        logprobs: req.logprobs,
+        routedExperts: req.returnRoutedExperts,
+        buffered: !req.stream,
+      });
+    } catch (e) {
+      for (const c of constraints ?? []) c.dispose();
+      throw e;
+    }
+    const run = startRun(ctx, req, gen, prompt, maxTokens, constraints);
     if (req.stream) return sendSse(reply, streamChat(ctx, run, req.includeUsage));
     return collectChat(ctx, run);
   });

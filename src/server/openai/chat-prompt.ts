@@ -2,6 +2,11 @@ import { badRequest } from '../errors.js';
 import { checkTextLength } from '../generation.js';
 import type { ServerContext } from '../server-context.js';
 import type { ToolCallParserInit } from '../server-deps.js';
+import {
+  chatReasoningStart,
+  type ConstraintPlan,
+  responseFormatPlan,
+} from './structured-output.js';
 import type { ChatRequest, FunctionTool } from './types.js';
 
 /** The prompt of one chat request and how its output is to be parsed. */
@@ -14,6 +19,8 @@ export interface ChatPrompt {
   readonly ids: number[];
   /** Set when the output goes through the tool-call parser. */
   readonly toolInit: ToolCallParserInit | null;
+  /** The grammar the output must follow (forced tool call or response_format), or null. */
+  readonly constraint: ConstraintPlan | null;
 }
 
 /** OpenAI semantics: "none" shows the model no tools, a named choice only that one. */
@@ -54,15 +61,39 @@ function render(ctx: ServerContext, req: ChatRequest): string {
   }
 }
 
-/** Renders, adds a forced-call prefill for "required"/named tool_choice, and tokenizes. */
+/**
+ * The grammar of a forced call ("required"/named tool_choice) or of `response_format`; null
+ * when neither applies. A forced call without a grammar backend falls back to the prefill.
+ */
+function constraintPlan(
+  ctx: ServerContext,
+  req: ChatRequest,
+  toolInit: ToolCallParserInit | null,
+  text: string,
+): ConstraintPlan | null {
+  const reasoning = chatReasoningStart(ctx, text);
+  const grammar = toolInit && ctx.grammar ? ctx.parsers.toolCallGrammar?.(toolInit) : null;
+  if (grammar) {
+    if (req.responseFormat)
+      throw badRequest(
+        'response_format cannot be combined with tool_choice "required" or a named function',
+        'response_format',
+      );
+    return { spec: { kind: 'ebnf', grammar }, param: 'tools', reasoning };
+  }
+  return responseFormatPlan(req.responseFormat, reasoning);
+}
+
+/** Renders, plans a forced call (grammar, else prefill) or response_format, and tokenizes. */
 export function buildChatPrompt(ctx: ServerContext, req: ChatRequest): ChatPrompt {
   const toolInit = toolParserInit(ctx, req);
   const text = render(ctx, req);
-  const forced = toolInit !== null && req.toolChoice !== 'auto';
+  const constraint = constraintPlan(ctx, req, toolInit, text);
+  const forced = toolInit !== null && req.toolChoice !== 'auto' && constraint?.param !== 'tools';
   const prefill = forced
     ? (ctx.parsers.toolChoicePrefill?.({ ...toolInit, promptText: text }) ?? '')
     : '';
   checkTextLength(ctx, text + prefill, 'messages');
   const ids = ctx.tokenizer.encode(text + prefill, { addSpecialTokens: false });
-  return { text, prefill, ids, toolInit };
+  return { text, prefill, ids, toolInit, constraint };
 }

@@ -33,7 +33,9 @@ import type {
   PromptLogprobs,
   RoutedExperts,
 } from './types.js';
+import { choiceConstraints, responseFormatPlan } from './structured-output.js';
 import { validateCompletionRequest } from './validate.js';
+import type { GrammarConstraint } from '../../engine/grammar/grammar-service.js';
 
 /** One completion choice: its text so far and, when asked for, logprobs and routed experts. */
 class CompletionChoiceState {
@@ -146,6 +148,7 @@ function startRun(
   req: CompletionRequest,
   gen: Generation,
   prompts: CompletionPrompt[],
+  constraints: readonly GrammarConstraint[] | null,
 ): CompletionRun {
   const id = requestId('cmpl');
   const envelope = {
@@ -169,8 +172,11 @@ function startRun(
         logprobs: req.logprobs,
         index,
         promptLogprobs: promptLogprobsFor(req),
+        ...(constraints ? { constraint: constraints[index]!.constraint } : {}),
       });
-      run.events.push(runChoice(ctx.engine, ctx.tokenizer, spec, gen.signal));
+      const release = constraints?.[index]?.dispose;
+      const choice = release ? { ...spec, release } : spec;
+      run.events.push(runChoice(ctx.engine, ctx.tokenizer, choice, gen.signal));
     }
   });
   return run;
@@ -251,14 +257,22 @@ export function registerCompletions(app: FastifyInstance, ctx: ServerContext): v
       const text = 'text' in p ? p.text : ctx.tokenizer.decode(ids, { skipSpecialTokens: false });
       return { ids, text, maxTokens };
     });
-    const gen = beginGeneration(ctx, reply, {
-      choices: prompts.length * req.n,
-      maxTokens: Math.max(...prompts.map((p) => p.maxTokens)),
-      logprobs: req.logprobs,
-      routedExperts: req.returnRoutedExperts,
-      buffered: !req.stream,
-    });
-    const run = startRun(ctx, req, gen, prompts);
+    const plan = responseFormatPlan(req.responseFormat, 'none');
+    const constraints = await choiceConstraints(ctx, plan, prompts.length * req.n);
+    let gen: Generation;
+    try {
+      gen = beginGeneration(ctx, reply, {
+        choices: prompts.length * req.n,
+        maxTokens: Math.max(...prompts.map((p) => p.maxTokens)),
+        logprobs: req.logprobs,
+        routedExperts: req.returnRoutedExperts,
+        buffered: !req.stream,
+      });
+    } catch (e) {
+      for (const c of constraints ?? []) c.dispose();
+      throw e;
+    }
+    const run = startRun(ctx, req, gen, prompts, constraints);
     if (req.stream) return sendSse(reply, streamCompletion(ctx, req, run));
     return collectCompletion(ctx, req, run);
   });

@@ -1,3 +1,5 @@
+import type { GrammarSpec } from '../../engine/grammar/grammar-service.js';
+
 /**
  * OpenAI API shapes: the validated request forms the handlers work with, and the response and
  * chunk bodies they send. Extension fields (vLLM/SGLang style) are marked as such.
@@ -32,6 +34,8 @@ export interface SamplingRequest {
   logitBias?: [number, number][];
   /** Extension (vLLM): top alternatives per prompt token in `prompt_logprobs`. */
   promptLogprobs?: number;
+  /** `response_format` json_object / json_schema; null for text. */
+  responseFormat: GrammarSpec | null;
 }
 
 export interface FunctionTool {

@@ -2,6 +2,7 @@ import { badRequest } from '../errors.js';
 import { describe, FieldReader, isObject } from './field-reader.js';
 import type { ChatRequest, CompletionRequest, PromptInput, SamplingRequest } from './types.js';
 import { readLogitBias } from './logit-bias.js';
+import { readResponseFormat } from './response-format.js';
 import { readMessages, readToolChoice, readTools } from './validate-messages.js';
 
 /** What validation needs to know about the server. */
@@ -77,6 +78,7 @@ function readSampling(r: FieldReader, ctx: ValidationContext, maxTokens: number 
     stream,
     includeUsage: readStreamOptions(r, stream),
     returnRoutedExperts,
+    responseFormat: readResponseFormat(r),
   };
   const logitBias = readLogitBias(r, ctx.vocabSize);
   if (logitBias) s.logitBias = logitBias;
@@ -96,13 +98,6 @@ function rootReader(body: unknown): FieldReader {
   return r;
 }
 
-function readResponseFormat(r: FieldReader): void {
-  const rf = r.child('response_format', true);
-  const type = rf?.string('type');
-  if (rf !== undefined && type !== 'text')
-    rf.fail('type', `${describe(type)} is not supported (structured output is not implemented)`);
-}
-
 /** Validates a /v1/chat/completions body. Unknown fields are ignored. */
 export function validateChatRequest(body: unknown, ctx: ValidationContext): ChatRequest {
   const r = rootReader(body);
@@ -114,7 +109,6 @@ export function validateChatRequest(body: unknown, ctx: ValidationContext): Chat
   const top = r.number('top_logprobs', { integer: true, min: 0, max: MAX_LOGPROBS });
   if (top !== undefined && top > 0 && !wantLogprobs)
     r.fail('top_logprobs', 'needs "logprobs" to be true');
-  readResponseFormat(r);
   const tools = readTools(r);
   return {
     ...sampling,
