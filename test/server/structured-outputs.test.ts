@@ -2,12 +2,14 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/cli/serve-command.js';
 import { type JsonSchema, validateJson } from '../../src/eval/json-schema-lite.js';
+import { loadTokenizer } from '../../src/tokenizer/load-tokenizer.js';
 import { serveModel } from '../serve-model.js';
 
 // Structured outputs through the official client against the bundled model (CPU): forced tool
 // calls (grammar of the M3 call format) and response_format json_schema (xgrammar), 100 sampled
 // tries each with distinct seeds, all in flight at once. Every output must be schema-valid.
 const TRIES = Number(process.env['TRIES'] ?? 100);
+const tok = loadTokenizer(BUNDLED_MODEL_DIR);
 
 const tools: OpenAI.ChatCompletionTool[] = [
   {
@@ -108,6 +110,86 @@ describe('structured outputs over HTTP (bundled model)', () => {
   });
   afterAll(() => close());
 
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as { error?: { param: string; message: string } },
+    };
+  };
+  const chat = { model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 60 };
+
+  it('answers invalid response_format with a 400 naming the field', async () => {
+    const schema = (s: unknown) => ({
+      ...chat,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: s } },
+    });
+    let r = await post('/v1/chat/completions', schema({ type: 'foo' }));
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ param: 'response_format.json_schema.schema' });
+    expect(r.body.error!.message).toMatch(/Unsupported type "foo"/);
+    r = await post('/v1/chat/completions', schema({ type: 'string', pattern: '[a-' }));
+    expect(r.body.error?.param).toBe('response_format.json_schema.schema');
+    r = await post('/v1/chat/completions', { ...chat, response_format: { type: 'xml' } });
+    expect(r.body.error?.param).toBe('response_format.type');
+    r = await post('/v1/chat/completions', { ...chat, response_format: { type: 'json_schema' } });
+    expect(r.body.error?.param).toBe('response_format.json_schema');
+    r = await post('/v1/chat/completions', {
+      ...chat,
+      tools,
+      tool_choice: 'required',
+      response_format: { type: 'json_object' },
+    });
+    expect(r.body.error?.param).toBe('response_format');
+  });
+
+  it('json_object gives a JSON object on chat and completions', async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        client.chat.completions.create({
+          ...chat,
+          messages: [{ role: 'user', content: 'Answer in JSON.' }],
+          max_tokens: 200,
+          seed: i,
+          temperature: 0.7,
+          response_format: { type: 'json_object' },
+        }),
+      ),
+    );
+    for (const r of replies) {
+      const c = r.choices[0]!;
+      expect(c.message.content!.startsWith('{')).toBe(true);
+      // A free-form object from this model may not close within 200 tokens; those that do parse.
+      if (c.finish_reason !== 'stop') continue;
+      const v = JSON.parse(c.message.content!) as unknown;
+      expect(typeof v === 'object' && v !== null && !Array.isArray(v)).toBe(true);
+    }
+    // logit_bias composes with the grammar: favouring "}" closes the object at once.
+    const close = tok.encode('}', { addSpecialTokens: false })[0]!;
+    const closed = await client.completions.create({
+      model: 'tiny',
+      prompt: 'JSON:',
+      max_tokens: 40,
+      temperature: 0,
+      logit_bias: { [String(close)]: 100 },
+      response_format: { type: 'json_object' },
+    } as OpenAI.CompletionCreateParamsNonStreaming);
+    expect(closed.choices[0]!.finish_reason).toBe('stop');
+    expect(JSON.parse(closed.choices[0]!.text)).toEqual({});
+    const done = await client.completions.create({
+      model: 'tiny',
+      prompt: 'JSON:',
+      max_tokens: 120,
+      temperature: 0,
+      response_format: { type: 'json_schema', json_schema: { name: 'w', schema: weatherSchema } },
+    } as OpenAI.CompletionCreateParamsNonStreaming);
+    expect(weatherProblem(done.choices[0]!.text)).toBeUndefined();
+  });
+
   async function forcedCalls(choice: OpenAI.ChatCompletionToolChoiceOption, allowed: string[]) {
     const replies = await Promise.all(
       Array.from({ length: TRIES }, (_, i) =>
@@ -137,14 +219,14 @@ describe('structured outputs over HTTP (bundled model)', () => {
       'convert_currency',
     ]);
     expect(problems.length, problems.join('\n')).toBeLessThanOrEqual(1);
-    expect(distinct).toBeGreaterThan(10);
+    expect(distinct).toBeGreaterThan(TRIES / 10);
   }, 600_000);
 
   it(`a named function gives a schema-valid call to it in >= 99 of ${TRIES} tries`, async () => {
     const named = { type: 'function', function: { name: 'convert_currency' } } as const;
     const { problems, distinct } = await forcedCalls(named, ['convert_currency']);
     expect(problems.length, problems.join('\n')).toBeLessThanOrEqual(1);
-    expect(distinct).toBeGreaterThan(10);
+    expect(distinct).toBeGreaterThan(TRIES / 10);
   }, 600_000);
 
   it(`response_format json_schema gives schema-valid JSON in ${TRIES} of ${TRIES} tries`, async () => {
@@ -170,6 +252,8 @@ describe('structured outputs over HTTP (bundled model)', () => {
       .filter((p) => p !== undefined);
     expect(problems, problems.join('\n')).toEqual([]);
     expect(replies.every((r) => r.choices[0]!.finish_reason === 'stop')).toBe(true);
-    expect(new Set(replies.map((r) => r.choices[0]!.message.content)).size).toBeGreaterThan(10);
+    expect(new Set(replies.map((r) => r.choices[0]!.message.content)).size).toBeGreaterThan(
+      TRIES / 10,
+    );
   }, 600_000);
 });
