@@ -85,8 +85,9 @@ export class CudaStepRunner implements StepRunner {
   get pageSize(): number {
     return this.inner.pageSize;
   }
+  /** The model's limit, clamped to the pages left after the padding page. */
   get maxModelLen(): number {
-    return this.inner.maxModelLen;
+    return Math.min(this.inner.maxModelLen, this.numPages * this.inner.pageSize);
   }
   get eosTokenIds(): readonly number[] {
     return this.inner.eosTokenIds;

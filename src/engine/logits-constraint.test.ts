@@ -6,7 +6,13 @@ import type { SamplingParams } from './engine-types.js';
 import { FakeModelRunner } from './fake-model-runner.js';
 import { HostSamplingRunner } from './host-sampling-runner.js';
 import { LlmEngine } from './llm-engine.js';
-import { applyTokenMask, type LogitsConstraint, maskAllows, maskOf } from './logits-constraint.js';
+import {
+  applyTokenMask,
+  countAllowed,
+  type LogitsConstraint,
+  maskAllows,
+  maskOf,
+} from './logits-constraint.js';
 import { logSumExp } from './logits-processing.js';
 import { M3ModelRunner } from './m3-model-runner.js';
 import { SequenceSampler } from './sampler.js';
@@ -181,5 +187,19 @@ describe('prompt logprobs on the bundled model (CPU)', () => {
       expect(got.tokens).toHaveLength(maxTokens);
       expect(got.finish).toMatchObject({ reason: 'length', cachedTokens: 0 });
     }
+  });
+});
+
+describe('countAllowed', () => {
+  it('counts the allowed tokens below the vocabulary size, ignoring bits past it', () => {
+    const V = 70;
+    const ids = [0, 1, 31, 32, 63, 64, 69];
+    const mask = maskOf(V, ids);
+    expect(countAllowed(mask, V)).toBe(ids.length);
+    mask[2] = 0xffffffff; // bits 64..95: only 64..69 are in the vocabulary
+    expect(countAllowed(mask, V)).toBe(5 + 6);
+    expect(countAllowed(new Uint32Array(3), V)).toBe(0);
+    const x = new Float32Array(V);
+    expect(countAllowed(mask, V)).toBe(applyTokenMask(x, mask));
   });
 });
