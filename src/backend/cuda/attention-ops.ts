@@ -3,7 +3,9 @@ import type { AttentionOptions, MsaOptions } from '../backend.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import { cuda, letter } from './cuda-tensor.js';
-import { ensureSmem, type OpContext } from './op-context.js';
+import { launchKernel } from './kernel-launch.js';
+import { ATTENTION, ATTENTION_COMBINE, MSA_SELECT } from './kernel-table.js';
+import type { OpContext } from './op-context.js';
 
 function pow2AtLeast(n: number, max: number, what: string): number {
   let p = 1;
@@ -41,39 +43,44 @@ export function attention(
   }
   const l = letter(qo, 'attention');
   const defines = { ATTN_T: l === 'b' ? 'bf16_t' : 'float', ATTN_MH: MH, ATTN_MD: MD };
-  const fn = ctx.kernels.fn('attention', 'attention', defines);
   const smem = (G * Dh + 2 * 32 * (Dh + 1)) * 4;
-  ensureSmem(ctx, fn, smem);
   // Split the keys when there are too few (token, KV head) blocks to fill the GPU (decode).
   const splits = Math.max(1, Math.min(16, Math.floor((2 * ctx.dev.smCount) / (T * Hkv))));
   const part = splits > 1 ? ctx.ws.get('attention.partials', T * H * splits * (Dh + 2) * 4) : 0;
-  ctx.dev.launch(
-    fn,
-    [T, Hkv, splits],
-    [128, 1, 1],
-    smem,
-    'pppppppiiiiiifpip',
-    qo.ptr,
-    qi.ptr,
-    kc.ptr,
-    vc.ptr,
-    meta.positions,
-    meta.seqOfToken,
-    meta.pageTable,
-    meta.pageStride,
-    T,
-    H,
-    Hkv,
-    Dh,
-    S,
-    o.scale,
-    blocks,
-    topk,
-    part,
+  launchKernel(
+    ctx,
+    ATTENTION,
+    'attention',
+    { grid: [T, Hkv, splits], block: [128, 1, 1], smem, defines },
+    {
+      out: qo.ptr,
+      q: qi.ptr,
+      kc: kc.ptr,
+      vc: vc.ptr,
+      positions: meta.positions,
+      seqOfToken: meta.seqOfToken,
+      pageTable: meta.pageTable,
+      pageStride: meta.pageStride,
+      T,
+      H,
+      Hkv,
+      Dh,
+      S,
+      scale: o.scale,
+      blocks,
+      topk,
+      part,
+    },
   );
   if (splits > 1) {
-    const comb = ctx.kernels.fn('attention', 'attention_combine', defines);
-    ctx.dev.launch(comb, [T, H, 1], [128, 1, 1], 0, 'ppiii', qo.ptr, part, H, Dh, splits);
+    const shape = { grid: [T, H, 1], block: [128, 1, 1], defines } as const;
+    launchKernel(ctx, ATTENTION_COMBINE, 'attention_combine', shape, {
+      out: qo.ptr,
+      part,
+      H,
+      Dh,
+      splits,
+    });
   }
 }
 
@@ -93,31 +100,27 @@ export function msaSelect(
   if (kc.shape.length !== 3 || kc.shape[2] !== Di)
     throw new Error(`msaSelect: index cache shape [${kc.shape.join(', ')}] is not [P, S, ${Di}]`);
   const S = kc.shape[1]!;
-  const fn = ctx.kernels.fn(
-    'msa',
-    `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`,
-  );
   const smem = Math.ceil(((Di + meta.pageStride) * 4 + meta.pageStride) / 16) * 16;
-  ensureSmem(ctx, fn, smem);
-  ctx.dev.launch(
-    fn,
-    [T, Hi, 1],
-    [128, 1, 1],
-    smem,
-    'ppppppiiiiiiii',
-    oo.ptr,
-    qi.ptr,
-    kc.ptr,
-    meta.positions,
-    meta.seqOfToken,
-    meta.pageTable,
-    meta.pageStride,
-    T,
-    Hi,
-    Di,
-    S,
-    topk,
-    o.initBlocks,
-    o.localBlocks,
+  launchKernel(
+    ctx,
+    MSA_SELECT,
+    `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`,
+    { grid: [T, Hi, 1], block: [128, 1, 1], smem },
+    {
+      out: oo.ptr,
+      idxQ: qi.ptr,
+      idxK: kc.ptr,
+      positions: meta.positions,
+      seqOfToken: meta.seqOfToken,
+      pageTable: meta.pageTable,
+      pageStride: meta.pageStride,
+      T,
+      Hi,
+      Di,
+      S,
+      topk,
+      initBlocks: o.initBlocks,
+      localBlocks: o.localBlocks,
+    },
   );
 }

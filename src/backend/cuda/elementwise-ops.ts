@@ -3,6 +3,22 @@ import { numel } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import { cuda, letter } from './cuda-tensor.js';
+import type { TypeLetter } from './kernel-decl.js';
+import { launchKernel } from './kernel-launch.js';
+import {
+  ADD,
+  ADD_RMSNORM_BLOCK,
+  ADD_RMSNORM_WARP,
+  CONVERT,
+  EMBEDDING,
+  FILL_RANDOM,
+  GATHER_ROWS,
+  RMSNORM_BLOCK,
+  RMSNORM_WARP,
+  ROPE,
+  SWIGLU,
+  WRITE_CACHE,
+} from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 const B256: [number, number, number] = [256, 1, 1];
@@ -11,11 +27,13 @@ export function embedding(ctx: OpContext, out: Tensor, table: Tensor, meta: Cuda
   const D = table.shape[1]!;
   const o = cuda(out, 'embedding.out', ['bf16', 'f32'], [meta.numTokens, D]);
   const w = cuda(table, 'embedding.table', ['bf16', 'f32']);
-  const fn = ctx.kernels.fn(
-    'elementwise',
+  launchKernel(
+    ctx,
+    EMBEDDING,
     `embedding_${letter(o, 'embedding')}${letter(w, 'embedding')}`,
+    { grid: [meta.numTokens, 1, 1], block: B256 },
+    { out: o.ptr, table: w.ptr, ids: meta.tokenIds, D },
   );
-  ctx.dev.launch(fn, [meta.numTokens, 1, 1], B256, 0, 'pppi', o.ptr, w.ptr, meta.tokenIds, D);
 }
 
 function rows(x: Tensor, n: number, what: string): number {
@@ -31,34 +49,13 @@ export function rmsNorm(ctx: OpContext, out: Tensor, x: Tensor, w: Tensor, eps: 
   const xi = cuda(x, 'rmsNorm.x', ['bf16', 'f32']);
   const wi = cuda(w, 'rmsNorm.w', ['bf16', 'f32']);
   const R = rows(x, n, 'rmsNorm');
-  const s = `${letter(o, 'rmsNorm')}${letter(xi, 'rmsNorm')}${letter(wi, 'rmsNorm')}`;
+  const s = `${letter(o, 'rmsNorm')}${letter(xi, 'rmsNorm')}${letter(wi, 'rmsNorm')}` as const;
+  const io = { out: o.ptr, x: xi.ptr, w: wi.ptr, n, eps };
   if (n >= 512) {
-    ctx.dev.launch(
-      ctx.kernels.fn('norm', `rmsnorm_block_${s}`),
-      [R, 1, 1],
-      B256,
-      0,
-      'pppif',
-      o.ptr,
-      xi.ptr,
-      wi.ptr,
-      n,
-      eps,
-    );
+    launchKernel(ctx, RMSNORM_BLOCK, `rmsnorm_block_${s}`, { grid: [R, 1, 1], block: B256 }, io);
   } else {
-    ctx.dev.launch(
-      ctx.kernels.fn('norm', `rmsnorm_warp_${s}`),
-      [Math.ceil(R / 8), 1, 1],
-      B256,
-      0,
-      'ppplif',
-      o.ptr,
-      xi.ptr,
-      wi.ptr,
-      R,
-      n,
-      eps,
-    );
+    const grid = [Math.ceil(R / 8), 1, 1] as const;
+    launchKernel(ctx, RMSNORM_WARP, `rmsnorm_warp_${s}`, { grid, block: B256 }, { ...io, rows: R });
   }
 }
 
@@ -76,36 +73,15 @@ export function addRmsNorm(
   const xi = cuda(x, 'addRmsNorm.x', ['bf16', 'f32']);
   const wi = cuda(w, 'addRmsNorm.w', ['bf16', 'f32']);
   const R = rows(x, n, 'addRmsNorm');
-  const s = `${letter(r, 'addRmsNorm')}${letter(xi, 'addRmsNorm')}${letter(wi, 'addRmsNorm')}`;
+  const s =
+    `${letter(r, 'addRmsNorm')}${letter(xi, 'addRmsNorm')}${letter(wi, 'addRmsNorm')}` as const;
+  const io = { out: o.ptr, res: r.ptr, x: xi.ptr, w: wi.ptr, n, eps };
   if (n >= 512) {
-    ctx.dev.launch(
-      ctx.kernels.fn('norm', `add_rmsnorm_block_${s}`),
-      [R, 1, 1],
-      B256,
-      0,
-      'ppppif',
-      o.ptr,
-      r.ptr,
-      xi.ptr,
-      wi.ptr,
-      n,
-      eps,
-    );
+    const shape = { grid: [R, 1, 1], block: B256 } as const;
+    launchKernel(ctx, ADD_RMSNORM_BLOCK, `add_rmsnorm_block_${s}`, shape, io);
   } else {
-    ctx.dev.launch(
-      ctx.kernels.fn('norm', `add_rmsnorm_warp_${s}`),
-      [Math.ceil(R / 8), 1, 1],
-      B256,
-      0,
-      'pppplif',
-      o.ptr,
-      r.ptr,
-      xi.ptr,
-      wi.ptr,
-      R,
-      n,
-      eps,
-    );
+    const shape = { grid: [Math.ceil(R / 8), 1, 1], block: B256 } as const;
+    launchKernel(ctx, ADD_RMSNORM_WARP, `add_rmsnorm_warp_${s}`, shape, { ...io, rows: R });
   }
 }
 
@@ -114,11 +90,13 @@ export function add(ctx: OpContext, out: Tensor, a: Tensor, b: Tensor): void {
   const ai = cuda(a, 'add.a', ['bf16', 'f32']);
   const bi = cuda(b, 'add.b', ['bf16', 'f32'], a.shape);
   const n = numel(a.shape);
-  const fn = ctx.kernels.fn(
-    'elementwise',
+  launchKernel(
+    ctx,
+    ADD,
     `add_${letter(o, 'add')}${letter(ai, 'add')}${letter(bi, 'add')}`,
+    { grid: strideGrid(ctx, n), block: B256 },
+    { out: o.ptr, a: ai.ptr, b: bi.ptr, n },
   );
-  ctx.dev.launch(fn, strideGrid(ctx, n), B256, 0, 'pppl', o.ptr, ai.ptr, bi.ptr, n);
 }
 
 export function rope(
@@ -129,20 +107,20 @@ export function rope(
 ): void {
   const xi = cuda(x, 'rope.x', ['bf16', 'f32'], [meta.numTokens, o.numHeads * o.headDim]);
   const n = meta.numTokens * o.numHeads * (o.rotaryDim / 2);
-  const fn = ctx.kernels.fn('elementwise', `rope_${letter(xi, 'rope')}`);
-  ctx.dev.launch(
-    fn,
-    strideGrid(ctx, n),
-    B256,
-    0,
-    'ppiiiid',
-    xi.ptr,
-    meta.positions,
-    meta.numTokens,
-    o.numHeads,
-    o.headDim,
-    o.rotaryDim,
-    o.theta,
+  launchKernel(
+    ctx,
+    ROPE,
+    `rope_${letter(xi, 'rope')}`,
+    { grid: strideGrid(ctx, n), block: B256 },
+    {
+      x: xi.ptr,
+      pos: meta.positions,
+      T: meta.numTokens,
+      H: o.numHeads,
+      Dh: o.headDim,
+      R: o.rotaryDim,
+      theta: o.theta,
+    },
   );
 }
 
@@ -152,11 +130,13 @@ export function writeCache(ctx: OpContext, cache: Tensor, x: Tensor, meta: CudaB
   if (c.shape[c.shape.length - 1] !== W)
     throw new Error(`writeCache: cache rows of ${c.shape[c.shape.length - 1]}, x rows of ${W}`);
   const xi = cuda(x, 'writeCache.x', ['bf16', 'f32'], [meta.numTokens, W]);
-  const fn = ctx.kernels.fn(
-    'elementwise',
+  launchKernel(
+    ctx,
+    WRITE_CACHE,
     `write_cache_${letter(c, 'writeCache')}${letter(xi, 'writeCache')}`,
+    { grid: [meta.numTokens, 1, 1], block: B256 },
+    { cache: c.ptr, x: xi.ptr, slots: meta.slots, W },
   );
-  ctx.dev.launch(fn, [meta.numTokens, 1, 1], B256, 0, 'pppi', c.ptr, xi.ptr, meta.slots, W);
 }
 
 export function swigluOai(
@@ -172,44 +152,56 @@ export function swigluOai(
   const gu = cuda(gateUp, 'swigluOai.gateUp', ['bf16', 'f32']);
   if (numel(gu.shape) !== 2 * M * I)
     throw new Error(`swigluOai: gateUp has ${numel(gu.shape)} elements, expected ${2 * M * I}`);
-  const fn = ctx.kernels.fn('elementwise', `swiglu_${letter(o, 'swiglu')}${letter(gu, 'swiglu')}`);
-  ctx.dev.launch(fn, strideGrid(ctx, M * I), B256, 0, 'ppliff', o.ptr, gu.ptr, M, I, alpha, limit);
+  launchKernel(
+    ctx,
+    SWIGLU,
+    `swiglu_${letter(o, 'swiglu')}${letter(gu, 'swiglu')}`,
+    { grid: strideGrid(ctx, M * I), block: B256 },
+    { out: o.ptr, gu: gu.ptr, M, I, alpha, limit },
+  );
 }
 
 export function gatherLogitRows(ctx: OpContext, out: Tensor, x: Tensor, meta: CudaBatchMeta): void {
   const D = x.shape[1]!;
   const o = cuda(out, 'gatherLogitRows.out', ['bf16', 'f32'], [meta.numLogitRows, D]);
   const xi = cuda(x, 'gatherLogitRows.x', ['bf16', 'f32']);
-  const fn = ctx.kernels.fn(
-    'elementwise',
+  launchKernel(
+    ctx,
+    GATHER_ROWS,
     `gather_rows_${letter(o, 'gather')}${letter(xi, 'gather')}`,
+    { grid: [meta.numLogitRows, 1, 1], block: B256 },
+    { out: o.ptr, x: xi.ptr, rows: meta.logitRows, D },
   );
-  ctx.dev.launch(fn, [meta.numLogitRows, 1, 1], B256, 0, 'pppi', o.ptr, xi.ptr, meta.logitRows, D);
 }
 
 /** out = in converted elementwise (n elements; pointers and type letters). */
 export function convert(
   ctx: OpContext,
   out: number,
-  outL: 'b' | 'f',
+  outL: TypeLetter,
   inp: number,
-  inL: 'b' | 'f',
+  inL: TypeLetter,
   n: number,
 ): void {
-  const fn = ctx.kernels.fn('elementwise', `convert_${outL}${inL}`);
-  ctx.dev.launch(fn, strideGrid(ctx, n), B256, 0, 'ppl', out, inp, n);
+  const shape = { grid: strideGrid(ctx, n), block: B256 };
+  launchKernel(ctx, CONVERT, `convert_${outL}${inL}`, shape, { out, in: inp, n });
 }
 
 /** Fills n elements with offset + scale * U(-1, 1) from a hash of (seed, index). */
 export function fillRandom(
   ctx: OpContext,
   out: number,
-  outL: 'b' | 'f',
+  outL: TypeLetter,
   n: number,
   seed: number,
   scale: number,
   offset: number,
 ): void {
-  const fn = ctx.kernels.fn('elementwise', `fill_random_${outL}`);
-  ctx.dev.launch(fn, strideGrid(ctx, n), B256, 0, 'pluff', out, n, seed >>> 0, scale, offset);
+  launchKernel(
+    ctx,
+    FILL_RANDOM,
+    `fill_random_${outL}`,
+    { grid: strideGrid(ctx, n), block: B256 },
+    { out, n, seed: seed >>> 0, scale, offset },
+  );
 }

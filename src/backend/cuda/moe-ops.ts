@@ -2,7 +2,21 @@
 import type { ExpertWeights, MoeOptions, RouterOptions } from '../backend.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { cuda, letter } from './cuda-tensor.js';
-import { ensureSmem, strideGrid, type OpContext } from './op-context.js';
+import type { TypeLetter } from './kernel-decl.js';
+import { launchKernel } from './kernel-launch.js';
+import {
+  GEMM_SKINNY,
+  MOE_COMBINE,
+  MOE_COUNT,
+  MOE_DOWN_SCALAR,
+  MOE_GU_SCALAR,
+  MOE_MMA_DOWN,
+  MOE_MMA_GU,
+  MOE_SCAN,
+  MOE_SCATTER,
+  ROUTER_TOPK,
+} from './kernel-table.js';
+import { strideGrid, type OpContext } from './op-context.js';
 
 export function routerTopK(
   ctx: OpContext,
@@ -19,29 +33,33 @@ export function routerTopK(
   const li = cuda(logits, 'routerTopK.logits', ['f32', 'bf16']);
   const bi = bias ? cuda(bias, 'routerTopK.bias', ['f32'], [E]).ptr : 0;
   if (o.topK > E) throw new Error(`routerTopK: top-${o.topK} of ${E} experts`);
-  const fn = ctx.kernels.fn('router', `router_topk_${letter(li, 'routerTopK')}`);
-  const smem = 8 * 2 * E * 4;
-  ensureSmem(ctx, fn, smem);
-  ctx.dev.launch(
-    fn,
-    [Math.ceil(T / 8), 1, 1],
-    [256, 1, 1],
-    smem,
-    'ppppiiifi',
-    io.ptr,
-    wo.ptr,
-    li.ptr,
-    bi,
-    T,
-    E,
-    o.topK,
-    o.scale,
-    o.sharedExpertId ?? -1,
+  launchKernel(
+    ctx,
+    ROUTER_TOPK,
+    `router_topk_${letter(li, 'routerTopK')}`,
+    { grid: [Math.ceil(T / 8), 1, 1], block: [256, 1, 1], smem: 8 * 2 * E * 4 },
+    {
+      ids: io.ptr,
+      weights: wo.ptr,
+      logits: li.ptr,
+      bias: bi,
+      T,
+      E,
+      K: o.topK,
+      scale: o.scale,
+      sharedId: o.sharedExpertId ?? -1,
+    },
   );
 }
 
 const MMA_STAGES = 4;
 const MMA_PITCH = 72;
+
+/** A tile height as the kernel names spell it (moe_mma_gu_16 ...). */
+function tileName(BT: number): '16' | '32' | '64' {
+  if (BT === 16 || BT === 32 || BT === 64) return `${BT}`;
+  throw new Error(`moe: no kernel for tiles of ${BT} rows`);
+}
 
 /** Token rows per MoE tile: small at decode (few tokens per expert), larger for prefill. */
 function tileRows(rows: number, experts: number): number {
@@ -110,32 +128,37 @@ function planMoe(
 
 /** Counts per expert, tile table, and the permutation of token slots grouped by expert. */
 function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
-  const { dev } = ctx;
   const { buf: b, n, E } = p;
-  const k = (name: string) => ctx.kernels.fn('moe', name);
-  dev.memsetAsync(b.counts, 0, E * 4);
-  dev.launch(
-    k('moe_count'),
-    strideGrid(ctx, n),
-    [256, 1, 1],
-    0,
-    'ppiii',
-    ...[b.counts, ids, n, first, E],
+  const slots = { grid: strideGrid(ctx, n), block: [256, 1, 1] } as const;
+  ctx.dev.memsetAsync(b.counts, 0, E * 4);
+  launchKernel(ctx, MOE_COUNT, 'moe_count', slots, { counts: b.counts, ids, n, first, E });
+  launchKernel(
+    ctx,
+    MOE_SCAN,
+    'moe_scan',
+    { grid: [1, 1, 1], block: [32, 1, 1] },
+    {
+      offsets: b.offsets,
+      cursor: b.cursor,
+      tileExpert: b.tileExpert,
+      tileStart: b.tileStart,
+      numTiles: b.numTiles,
+      counts: b.counts,
+      E,
+      BT: p.BT,
+      maxTiles: p.maxTiles,
+    },
   );
-  const scanArgs = [
-    b.offsets,
-    b.cursor,
-    b.tileExpert,
-    b.tileStart,
-    b.numTiles,
-    b.counts,
+  launchKernel(ctx, MOE_SCATTER, 'moe_scatter', slots, {
+    perm: b.perm,
+    slotRow: b.slotRow,
+    cursor: b.cursor,
+    offsets: b.offsets,
+    ids,
+    n,
+    first,
     E,
-    p.BT,
-    p.maxTiles,
-  ];
-  dev.launch(k('moe_scan'), [1, 1, 1], [32, 1, 1], 0, 'ppppppiii', ...scanArgs);
-  const scatterArgs = [b.perm, b.slotRow, b.cursor, b.offsets, ids, n, first, E];
-  dev.launch(k('moe_scatter'), strideGrid(ctx, n), [256, 1, 1], 0, 'pppppiii', ...scatterArgs);
+  });
 }
 
 /** Fused gate|up + SwiGLU and down GEMMs on tensor cores (bf16). */
@@ -151,30 +174,34 @@ function mmaGemms(
   const { buf: b, BT, D, I, Kw } = p;
   if (p.maxTiles > 65535)
     throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
-  const tiles = [b.offsets, b.tileExpert, b.tileStart, b.numTiles];
-  const fgu = ctx.kernels.fn('moe', `moe_mma_gu_${BT}`);
-  const sgu = MMA_STAGES * (2 * 64 + BT) * MMA_PITCH * 2;
-  ensureSmem(ctx, fgu, sgu);
-  const guArgs = [gu, x, b.perm, Kw, ...tiles, D, I, b.act, o.alpha, o.limit];
-  ctx.dev.launch(
-    fgu,
-    [Math.ceil(I / 64), p.maxTiles, 1],
-    [128, 1, 1],
-    sgu,
-    'pppippppiipff',
-    ...guArgs,
+  const tiles = {
+    offsets: b.offsets,
+    tileExpert: b.tileExpert,
+    tileStart: b.tileStart,
+    numTiles: b.numTiles,
+  };
+  const rows = tileName(BT);
+  launchKernel(
+    ctx,
+    MOE_MMA_GU,
+    `moe_mma_gu_${rows}`,
+    {
+      grid: [Math.ceil(I / 64), p.maxTiles, 1],
+      block: [128, 1, 1],
+      smem: MMA_STAGES * (2 * 64 + BT) * MMA_PITCH * 2,
+    },
+    { W: gu, x, perm: b.perm, Kw, ...tiles, D, I, act: b.act, alpha: o.alpha, limit: o.limit },
   );
-  const fdn = ctx.kernels.fn('moe', `moe_mma_down_${BT}`);
-  const sdn = MMA_STAGES * (64 + BT) * MMA_PITCH * 2;
-  ensureSmem(ctx, fdn, sdn);
-  const dnArgs = [dn, b.act, b.perm, Kw, ...tiles, I, D, b.y, w];
-  ctx.dev.launch(
-    fdn,
-    [Math.ceil(D / 64), p.maxTiles, 1],
-    [128, 1, 1],
-    sdn,
-    'pppippppiipp',
-    ...dnArgs,
+  launchKernel(
+    ctx,
+    MOE_MMA_DOWN,
+    `moe_mma_down_${rows}`,
+    {
+      grid: [Math.ceil(D / 64), p.maxTiles, 1],
+      block: [128, 1, 1],
+      smem: MMA_STAGES * (64 + BT) * MMA_PITCH * 2,
+    },
+    { W: dn, act: b.act, perm: b.perm, Kw, ...tiles, I, D, y: b.y, rw: w },
   );
 }
 
@@ -182,8 +209,8 @@ function mmaGemms(
 function scalarGemms(
   ctx: OpContext,
   p: MoePlan,
-  letters: string,
-  wl: string,
+  letters: `${TypeLetter}${TypeLetter}`,
+  wl: TypeLetter,
   gu: number,
   x: number,
   dn: number,
@@ -192,23 +219,31 @@ function scalarGemms(
 ): void {
   const { buf: b, n, D, I, E, Kw } = p;
   if (n > 65535) throw new Error(`moe: ${n} token slots exceed the scalar path's grid limit`);
-  const guArgs = [gu, x, b.perm, Kw, b.offsets, E, D, I, b.act, o.alpha, o.limit];
-  ctx.dev.launch(
-    ctx.kernels.fn('moe', `moe_gu_scalar_${letters}`),
-    [Math.ceil(I / 8), n, 1],
-    [256, 1, 1],
-    0,
-    'pppipiiipff',
-    ...guArgs,
+  launchKernel(
+    ctx,
+    MOE_GU_SCALAR,
+    `moe_gu_scalar_${letters}`,
+    { grid: [Math.ceil(I / 8), n, 1], block: [256, 1, 1] },
+    {
+      W: gu,
+      x,
+      perm: b.perm,
+      Kw,
+      offsets: b.offsets,
+      E,
+      D,
+      I,
+      act: b.act,
+      alpha: o.alpha,
+      limit: o.limit,
+    },
   );
-  const dnArgs = [dn, b.act, b.perm, b.offsets, E, I, D, b.y, w];
-  ctx.dev.launch(
-    ctx.kernels.fn('moe', `moe_down_scalar_${wl}`),
-    [Math.ceil(D / 8), n, 1],
-    [256, 1, 1],
-    0,
-    'ppppiiipp',
-    ...dnArgs,
+  launchKernel(
+    ctx,
+    MOE_DOWN_SCALAR,
+    `moe_down_scalar_${wl}`,
+    { grid: [Math.ceil(D / 8), n, 1], block: [256, 1, 1] },
+    { W: dn, act: b.act, perm: b.perm, offsets: b.offsets, E, I, D, y: b.y, rw: w },
   );
 }
 
@@ -247,8 +282,13 @@ export function moe(
       wi.ptr,
       o,
     );
-  const comb = ctx.kernels.fn('moe', `moe_combine_${letter(xo, 'moe')}`);
-  ctx.dev.launch(comb, [T, 1, 1], [256, 1, 1], 0, 'pppii', xo.ptr, p.buf.y, p.buf.slotRow, Kw, D);
+  launchKernel(
+    ctx,
+    MOE_COMBINE,
+    `moe_combine_${letter(xo, 'moe')}`,
+    { grid: [T, 1, 1], block: [256, 1, 1] },
+    { out: xo.ptr, y: p.buf.y, slotRow: p.buf.slotRow, Kw, D },
+  );
 }
 
 /**
@@ -267,21 +307,16 @@ export function skinnyGemm(
 ): boolean {
   if (M > 64 || K % 64 !== 0 || N < 2048) return false;
   const BT = M <= 16 ? 16 : M <= 32 ? 32 : 64;
-  const fn = ctx.kernels.fn('moe', `gemm_skinny_${outF32 ? 'f' : 'b'}_${BT}`);
-  const smem = MMA_STAGES * (64 + BT) * MMA_PITCH * 2;
-  ensureSmem(ctx, fn, smem);
-  ctx.dev.launch(
-    fn,
-    [Math.ceil(N / 64), Math.ceil(M / BT), 1],
-    [128, 1, 1],
-    smem,
-    'ppiiip',
-    w,
-    x,
-    M,
-    N,
-    K,
-    out,
+  launchKernel(
+    ctx,
+    GEMM_SKINNY,
+    `gemm_skinny_${outF32 ? 'f' : 'b'}_${tileName(BT)}`,
+    {
+      grid: [Math.ceil(N / 64), Math.ceil(M / BT), 1],
+      block: [128, 1, 1],
+      smem: MMA_STAGES * (64 + BT) * MMA_PITCH * 2,
+    },
+    { W: w, x, M, N, K, out },
   );
   return true;
 }

@@ -1,0 +1,285 @@
+/**
+ * Every CUDA kernel the backend launches, declared once (kernel-decl.ts): launch sites use
+ * these through `launchKernel`, and test/kernels/kernel-decls.test.ts checks them against the
+ * `.cu` sources. Argument names are the `.cu` parameter names.
+ */
+import { kernel, THREE_TYPES, TWO_TYPES, variants } from './kernel-decl.js';
+
+const B = ['b', 'f'] as const;
+const TILE_ROWS = ['16', '32', '64'] as const;
+
+// ------------------------------------------------------------------ kernels/elementwise.cu
+export const EMBEDDING = kernel({
+  file: 'elementwise',
+  names: variants('embedding_', TWO_TYPES),
+  args: { out: 'ptr', table: 'ptr', ids: 'ptr', D: 'i32' },
+  launch: 'grid (T), block 256',
+});
+export const ADD = kernel({
+  file: 'elementwise',
+  names: variants('add_', THREE_TYPES),
+  args: { out: 'ptr', a: 'ptr', b: 'ptr', n: 'i64' },
+  launch: 'grid-stride over n, block 256',
+});
+export const ROPE = kernel({
+  file: 'elementwise',
+  names: variants('rope_', B),
+  args: { x: 'ptr', pos: 'ptr', T: 'i32', H: 'i32', Dh: 'i32', R: 'i32', theta: 'f64' },
+  launch: 'grid-stride over T*H*(R/2), block 256',
+});
+export const WRITE_CACHE = kernel({
+  file: 'elementwise',
+  names: variants('write_cache_', TWO_TYPES),
+  args: { cache: 'ptr', x: 'ptr', slots: 'ptr', W: 'i32' },
+  launch: 'grid (T), block 256',
+});
+export const SWIGLU = kernel({
+  file: 'elementwise',
+  names: variants('swiglu_', TWO_TYPES),
+  args: { out: 'ptr', gu: 'ptr', M: 'i64', I: 'i32', alpha: 'f32', limit: 'f32' },
+  launch: 'grid-stride over M*I, block 256',
+});
+export const GATHER_ROWS = kernel({
+  file: 'elementwise',
+  names: variants('gather_rows_', TWO_TYPES),
+  args: { out: 'ptr', x: 'ptr', rows: 'ptr', D: 'i32' },
+  launch: 'grid (R), block 256',
+});
+export const CONVERT = kernel({
+  file: 'elementwise',
+  names: variants('convert_', TWO_TYPES),
+  args: { out: 'ptr', in: 'ptr', n: 'i64' },
+  launch: 'grid-stride over n, block 256',
+});
+export const FILL_RANDOM = kernel({
+  file: 'elementwise',
+  names: variants('fill_random_', B),
+  args: { out: 'ptr', n: 'i64', seed: 'u32', scale: 'f32', offset: 'f32' },
+  launch: 'grid-stride over n, block 256',
+});
+
+// ------------------------------------------------------------------ kernels/norm.cu
+export const RMSNORM_BLOCK = kernel({
+  file: 'norm',
+  names: variants('rmsnorm_block_', THREE_TYPES),
+  args: { out: 'ptr', x: 'ptr', w: 'ptr', n: 'i32', eps: 'f32' },
+  launch: 'grid (rows), block 256: one block per row (n >= 512)',
+});
+export const RMSNORM_WARP = kernel({
+  file: 'norm',
+  names: variants('rmsnorm_warp_', THREE_TYPES),
+  args: { out: 'ptr', x: 'ptr', w: 'ptr', rows: 'i64', n: 'i32', eps: 'f32' },
+  launch: 'grid (ceil(rows/8)), block 256: one warp per row (n < 512)',
+});
+export const ADD_RMSNORM_BLOCK = kernel({
+  file: 'norm',
+  names: variants('add_rmsnorm_block_', THREE_TYPES),
+  args: { out: 'ptr', res: 'ptr', x: 'ptr', w: 'ptr', n: 'i32', eps: 'f32' },
+  launch: 'grid (rows), block 256: one block per row (n >= 512)',
+});
+export const ADD_RMSNORM_WARP = kernel({
+  file: 'norm',
+  names: variants('add_rmsnorm_warp_', THREE_TYPES),
+  args: { out: 'ptr', res: 'ptr', x: 'ptr', w: 'ptr', rows: 'i64', n: 'i32', eps: 'f32' },
+  launch: 'grid (ceil(rows/8)), block 256: one warp per row (n < 512)',
+});
+
+// ------------------------------------------------------------------ kernels/attention.cu
+const ATTN_DEFINES = ['ATTN_T', 'ATTN_MH', 'ATTN_MD'] as const;
+export const ATTENTION = kernel({
+  file: 'attention',
+  names: ['attention'],
+  args: {
+    out: 'ptr',
+    q: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    H: 'i32',
+    Hkv: 'i32',
+    Dh: 'i32',
+    S: 'i32',
+    scale: 'f32',
+    blocks: 'ptr',
+    topk: 'i32',
+    part: 'ptr',
+  },
+  launch: 'grid (T, Hkv, splits), block 128, dyn smem (G*Dh + 2*32*(Dh+1))*4',
+  defines: ATTN_DEFINES,
+});
+export const ATTENTION_COMBINE = kernel({
+  file: 'attention',
+  names: ['attention_combine'],
+  args: { out: 'ptr', part: 'ptr', H: 'i32', Dh: 'i32', splits: 'i32' },
+  launch: 'grid (T, H), block 128',
+  defines: ATTN_DEFINES,
+});
+
+// ------------------------------------------------------------------ kernels/msa.cu
+export const MSA_SELECT = kernel({
+  file: 'msa',
+  names: variants('msa_select_', TWO_TYPES),
+  args: {
+    out: 'ptr',
+    idxQ: 'ptr',
+    idxK: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    Hi: 'i32',
+    Di: 'i32',
+    S: 'i32',
+    topk: 'i32',
+    initBlocks: 'i32',
+    localBlocks: 'i32',
+  },
+  launch: 'grid (T, Hi), block 128, dyn smem for one row of block scores',
+});
+
+// ------------------------------------------------------------------ kernels/router.cu
+export const ROUTER_TOPK = kernel({
+  file: 'router',
+  names: variants('router_topk_', B),
+  args: {
+    ids: 'ptr',
+    weights: 'ptr',
+    logits: 'ptr',
+    bias: 'ptr',
+    T: 'i32',
+    E: 'i32',
+    K: 'i32',
+    scale: 'f32',
+    sharedId: 'i32',
+  },
+  launch: 'grid (ceil(T/8)), block 256: one warp per token, dyn smem 8*2*E*4',
+});
+
+// ------------------------------------------------------------------ kernels/moe.cu
+export const MOE_COUNT = kernel({
+  file: 'moe',
+  names: ['moe_count'],
+  args: { counts: 'ptr', ids: 'ptr', n: 'i32', first: 'i32', E: 'i32' },
+  launch: 'grid-stride over n = T*Kw slots, block 256',
+});
+export const MOE_SCAN = kernel({
+  file: 'moe',
+  names: ['moe_scan'],
+  args: {
+    offsets: 'ptr',
+    cursor: 'ptr',
+    tileExpert: 'ptr',
+    tileStart: 'ptr',
+    numTiles: 'ptr',
+    counts: 'ptr',
+    E: 'i32',
+    BT: 'i32',
+    maxTiles: 'i32',
+  },
+  launch: 'grid (1), block 32',
+});
+export const MOE_SCATTER = kernel({
+  file: 'moe',
+  names: ['moe_scatter'],
+  args: {
+    perm: 'ptr',
+    slotRow: 'ptr',
+    cursor: 'ptr',
+    offsets: 'ptr',
+    ids: 'ptr',
+    n: 'i32',
+    first: 'i32',
+    E: 'i32',
+  },
+  launch: 'grid-stride over n, block 256',
+});
+const MOE_TILES = {
+  offsets: 'ptr',
+  tileExpert: 'ptr',
+  tileStart: 'ptr',
+  numTiles: 'ptr',
+} as const;
+export const MOE_MMA_GU = kernel({
+  file: 'moe',
+  names: variants('moe_mma_gu_', TILE_ROWS),
+  args: {
+    W: 'ptr',
+    x: 'ptr',
+    perm: 'ptr',
+    Kw: 'i32',
+    ...MOE_TILES,
+    D: 'i32',
+    I: 'i32',
+    act: 'ptr',
+    alpha: 'f32',
+    limit: 'f32',
+  },
+  launch: 'grid (ceil(I/64), maxTiles), block 128, dyn smem STAGES*(2*64+BT)*PITCH*2',
+});
+export const MOE_MMA_DOWN = kernel({
+  file: 'moe',
+  names: variants('moe_mma_down_', TILE_ROWS),
+  args: {
+    W: 'ptr',
+    act: 'ptr',
+    perm: 'ptr',
+    Kw: 'i32',
+    ...MOE_TILES,
+    I: 'i32',
+    D: 'i32',
+    y: 'ptr',
+    rw: 'ptr',
+  },
+  launch: 'grid (ceil(D/64), maxTiles), block 128, dyn smem STAGES*(64+BT)*PITCH*2',
+});
+export const GEMM_SKINNY = kernel({
+  file: 'moe',
+  names: [...variants('gemm_skinny_b_', TILE_ROWS), ...variants('gemm_skinny_f_', TILE_ROWS)],
+  args: { W: 'ptr', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
+  launch: 'grid (ceil(N/64), ceil(M/BT)), block 128, dyn smem STAGES*(64+BT)*PITCH*2',
+});
+export const MOE_GU_SCALAR = kernel({
+  file: 'moe',
+  names: variants('moe_gu_scalar_', TWO_TYPES),
+  args: {
+    W: 'ptr',
+    x: 'ptr',
+    perm: 'ptr',
+    Kw: 'i32',
+    offsets: 'ptr',
+    E: 'i32',
+    D: 'i32',
+    I: 'i32',
+    act: 'ptr',
+    alpha: 'f32',
+    limit: 'f32',
+  },
+  launch: 'grid (ceil(I/8), rows), block 256: one warp per output',
+});
+export const MOE_DOWN_SCALAR = kernel({
+  file: 'moe',
+  names: variants('moe_down_scalar_', B),
+  args: {
+    W: 'ptr',
+    act: 'ptr',
+    perm: 'ptr',
+    offsets: 'ptr',
+    E: 'i32',
+    I: 'i32',
+    D: 'i32',
+    y: 'ptr',
+    rw: 'ptr',
+  },
+  launch: 'grid (ceil(D/8), rows), block 256: one warp per output',
+});
+export const MOE_COMBINE = kernel({
+  file: 'moe',
+  names: variants('moe_combine_', B),
+  args: { out: 'ptr', y: 'ptr', slotRow: 'ptr', Kw: 'i32', D: 'i32' },
+  launch: 'grid (T), block 256',
+});

@@ -1,0 +1,70 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { KernelDecl } from '../../src/backend/cuda/kernel-decl.js';
+import * as TABLE from '../../src/backend/cuda/kernel-table.js';
+import { cuKernels, type CuKernel } from './cu-signatures.js';
+
+// The typed kernel boundary, checked at build time without a GPU: every declaration in
+// kernel-table.ts names kernels that exist in its .cu file with the same parameters (names,
+// order, C types), every extern "C" kernel is declared, and no launch site bypasses it.
+const CUDA_DIR = fileURLToPath(new URL('../../src/backend/cuda/', import.meta.url));
+const KERNEL_DIR = `${CUDA_DIR}kernels`;
+const DECLS = Object.entries(TABLE).filter(
+  (e): e is [string, KernelDecl] => typeof e[1] === 'object' && 'sig' in e[1],
+);
+const FILES = readdirSync(KERNEL_DIR)
+  .filter((f) => f.endsWith('.cu'))
+  .map((f) => f.slice(0, -3));
+const SOURCE = new Map<string, Map<string, CuKernel>>(
+  FILES.map((f) => [f, new Map(cuKernels(KERNEL_DIR, f).map((k) => [k.name, k]))]),
+);
+
+describe('kernel declarations against the .cu sources', () => {
+  it('reads the macro-made kernels of every file', () => {
+    expect(FILES.length).toBeGreaterThan(0);
+    for (const f of FILES) expect(SOURCE.get(f)!.size, f).toBeGreaterThan(0);
+    // FOR_3TYPES(ADD) in elementwise.cu: 8 type variants, parameters substituted.
+    expect(SOURCE.get('elementwise')!.get('add_bfb')?.params).toEqual([
+      ['out', 'ptr'],
+      ['a', 'ptr'],
+      ['b', 'ptr'],
+      ['n', 'i64'],
+    ]);
+  });
+
+  it.each(DECLS)('%s matches its kernels argument for argument', (_, d) => {
+    const kernels = SOURCE.get(d.file);
+    expect(kernels, `kernels/${d.file}.cu`).toBeDefined();
+    const want = Object.entries(d.args);
+    for (const name of d.names) {
+      const k = kernels!.get(name);
+      expect(k, `${name} is not an extern "C" kernel of kernels/${d.file}.cu`).toBeDefined();
+      expect(k!.params, `${name}'s parameters`).toEqual(want);
+    }
+    expect(d.sig).toHaveLength(want.length);
+  });
+
+  it('declares every kernel of every .cu file, once', () => {
+    const declared = DECLS.flatMap(([, d]) => d.names.map((n) => `${d.file}:${n}`));
+    expect(new Set(declared).size).toBe(declared.length);
+    const present = [...SOURCE].flatMap(([f, ks]) => [...ks.keys()].map((n) => `${f}:${n}`));
+    expect(present.filter((k) => !declared.includes(k))).toEqual([]);
+  });
+
+  it('a changed parameter fails the check (the reader sees types, names and order)', () => {
+    const src = SOURCE.get('moe')!.get('gemm_skinny_b_16')!;
+    expect(src.params).not.toEqual(Object.entries({ ...TABLE.GEMM_SKINNY.args, M: 'i64' }));
+    expect(src.params.map(([n]) => n)).toEqual(['W', 'x', 'M', 'N', 'K', 'out']);
+  });
+
+  it('launches go through launchKernel only (no string-typed launch sites)', () => {
+    const offenders: string[] = [];
+    for (const f of readdirSync(CUDA_DIR).filter((n) => n.endsWith('.ts'))) {
+      if (f === 'kernel-launch.ts' || f === 'device.ts' || f.endsWith('.test.ts')) continue;
+      const text = readFileSync(`${CUDA_DIR}${f}`, 'utf8');
+      if (/\bdev\.launch\(|kernels\.fn\(/.test(text)) offenders.push(f);
+    }
+    expect(offenders).toEqual([]);
+  });
+});
