@@ -17,6 +17,8 @@ export interface Backend {
   readonly name: 'cpu' | 'cuda';
   /** Where tensor memory lives: 'host' (a CPU communicator moves it) or 'cuda' (NCCL does). */
   readonly memory: 'host' | 'cuda';
+  /** CUDA: the stream every op is queued on, which collectives join (NCCL); absent on the CPU. */
+  readonly cudaStream?: unknown;
   /** The dtype a tensor requested as `dtype` is stored in (a float32 backend keeps bf16 as f32). */
   storageDtype(dtype: DType): DType;
 

@@ -10,7 +10,14 @@ export interface Tensor {
   readonly shape: Shape;
   readonly dtype: DType;
   readonly device: 'cpu' | 'cuda';
+  /** The typed device handle: what a communicator hands to its transport. */
+  readonly storage: TensorStorage;
 }
+
+/** A tensor's storage by where it lives: host elements, or a CUDA device pointer. */
+export type TensorStorage =
+  | { readonly device: 'cpu'; readonly data: Float32Array | Int32Array }
+  | { readonly device: 'cuda'; readonly ptr: number };
 
 /** Host-side tensor data, as the checkpoint loader produces it (always float32 or int32). */
 export interface HostTensor {

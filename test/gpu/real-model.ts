@@ -103,6 +103,11 @@ class LazyExperts implements Tensor {
     readonly dtype: DType,
     readonly gpuTensor: Tensor,
   ) {}
+
+  /** A marker only: the CPU reference fetches the GPU copy instead of reading this. */
+  get storage(): never {
+    throw new Error('LazyExperts: fetch the GPU copy (gpuTensor); the marker has no storage');
+  }
 }
 
 /** The CPU reference, fetching routed experts' weights from the GPU copy on demand. */

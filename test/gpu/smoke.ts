@@ -4,6 +4,14 @@
  * eager versus inside a CUDA graph. Timings with CUDA events, medians after warm-up.
  */
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
+import { launchKernel } from '../../src/backend/cuda/kernel-launch.js';
+import {
+  ADD,
+  MOE_MMA_GU,
+  MSA_SELECT,
+  RMSNORM_BLOCK,
+  ROUTER_TOPK,
+} from '../../src/backend/cuda/kernel-table.js';
 import { strideGrid } from '../../src/backend/cuda/op-context.js';
 import { median } from './check-util.js';
 
@@ -15,11 +23,11 @@ export interface Ceilings {
 }
 
 const KERNEL_FILES: Record<string, string> = {
-  elementwise: 'add_bbb',
-  norm: 'rmsnorm_block_bbf',
-  msa: 'msa_select_bb',
-  router: 'router_topk_f',
-  moe: 'moe_mma_gu_16',
+  elementwise: ADD.names[0]!,
+  norm: RMSNORM_BLOCK.names[1]!,
+  msa: MSA_SELECT.names[0]!,
+  router: ROUTER_TOPK.names[1]!,
+  moe: MOE_MMA_GU.names[0]!,
 };
 
 function timeEvents(gpu: CudaBackend, reps: number, inner: number, fn: () => void): number {
@@ -91,10 +99,11 @@ export function smoke(gpu: CudaBackend): Ceilings {
 
   // Launch cost: a tiny kernel, eager (host time per launch) and replayed from a graph.
   const x = gpu.alloc([256], 'f32');
-  const fn = gpu.ctx.kernels.fn('elementwise', 'add_fff');
-  const xp = (x as unknown as { ptr: number }).ptr;
+  const s = x.storage;
+  if (s.device !== 'cuda') throw new Error('smoke: not a CUDA tensor');
+  const shape = { grid: strideGrid(gpu.ctx, 256), block: [256, 1, 1] } as const;
   const launch = (): void =>
-    dev.launch(fn, strideGrid(gpu.ctx, 256), [256, 1, 1], 0, 'pppl', xp, xp, xp, 256);
+    launchKernel(gpu.ctx, ADD, 'add_fff', shape, { out: s.ptr, a: s.ptr, b: s.ptr, n: 256 });
   for (let i = 0; i < 200; i++) launch();
   dev.sync();
   const N = 5000;

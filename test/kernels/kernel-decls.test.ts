@@ -10,8 +10,8 @@ import { cuKernels, type CuKernel } from './cu-signatures.js';
 // order, C types), every extern "C" kernel is declared, and no launch site bypasses it.
 const CUDA_DIR = fileURLToPath(new URL('../../src/backend/cuda/', import.meta.url));
 const KERNEL_DIR = `${CUDA_DIR}kernels`;
-const DECLS = Object.entries(TABLE).filter(
-  (e): e is [string, KernelDecl] => typeof e[1] === 'object' && 'sig' in e[1],
+const DECLS: [string, KernelDecl][] = Object.entries(TABLE as Record<string, unknown>).filter(
+  (e): e is [string, KernelDecl] => typeof e[1] === 'object' && e[1] !== null && 'sig' in e[1],
 );
 const FILES = readdirSync(KERNEL_DIR)
   .filter((f) => f.endsWith('.cu'))

@@ -29,7 +29,7 @@ const lib = buildMock();
 
 /** A fake device tensor: NCCL only sees its address. */
 const dev = (ptr: number, shape: number[], dtype: Tensor['dtype']): Tensor =>
-  ({ shape, dtype, device: 'cuda', ptr }) as unknown as Tensor;
+  ({ shape, dtype, device: 'cuda', storage: { device: 'cuda', ptr } }) satisfies Tensor;
 
 describe.skipIf(lib === null)('NCCL bindings (mock libnccl; skipped without a C compiler)', () => {
   it('marshals ids, handles, collectives and errors', async () => {

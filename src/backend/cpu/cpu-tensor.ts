@@ -1,6 +1,6 @@
 import type { DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
-import type { Tensor } from '../../tensor/tensor.js';
+import type { Tensor, TensorStorage } from '../../tensor/tensor.js';
 
 /**
  * A CPU tensor: float dtypes are stored as float32, except bf16 weights (uploaded bf16 of
@@ -19,6 +19,10 @@ export class CpuTensor implements Tensor {
     if (data.length !== numel(shape)) {
       throw new Error(`CpuTensor: ${data.length} elements do not fill shape ${shapeStr(shape)}`);
     }
+  }
+
+  get storage(): TensorStorage {
+    return this;
   }
 }
 

@@ -77,6 +77,10 @@ export class CudaBackend implements Backend {
     return this.storage(dtype);
   }
 
+  get cudaStream(): unknown {
+    return this.dev.stream;
+  }
+
   // ------------------------------------------------------------------ memory
 
   alloc(shape: Shape, dtype: DType): Tensor {

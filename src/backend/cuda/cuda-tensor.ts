@@ -1,7 +1,7 @@
 import type { DType } from '../../tensor/dtype.js';
 import { DTYPE_BYTES } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
-import type { Tensor } from '../../tensor/tensor.js';
+import type { Tensor, TensorStorage } from '../../tensor/tensor.js';
 
 /** A tensor in device memory: `ptr` is the CUdeviceptr of element 0 (views share storage). */
 export class CudaTensor implements Tensor {
@@ -13,6 +13,10 @@ export class CudaTensor implements Tensor {
     /** The pooled allocation this tensor owns, or null for views. */
     readonly block: PoolBlock | null,
   ) {}
+
+  get storage(): TensorStorage {
+    return this;
+  }
 
   get numel(): number {
     return numel(this.shape);

@@ -53,11 +53,11 @@ export async function createNcclCommunicator(
 ): Promise<NcclCommunicator> {
   if (backend.memory !== 'cuda')
     throw new Error('--comm nccl needs the CUDA backend (--backend cuda)');
-  const dev = (backend as unknown as { dev?: { stream?: unknown } }).dev;
-  if (!dev?.stream) throw new Error('NCCL: the CUDA backend exposes no stream');
+  const cudaStream = backend.cudaStream;
+  if (!cudaStream) throw new Error('NCCL: the CUDA backend exposes no stream');
   let barrierBuf: Tensor | null = null;
   const stream: NcclStream = {
-    stream: dev.stream,
+    stream: cudaStream,
     synchronize: () => backend.synchronize(),
     scratch: () => (barrierBuf ??= backend.alloc([1], 'f32')),
   };
@@ -216,9 +216,9 @@ function check(lib: NcclLib, res: number, what: string, comm?: unknown): void {
 }
 
 function ptr(t: Tensor): number {
-  const p = (t as unknown as { ptr?: unknown }).ptr;
-  if (typeof p !== 'number') throw new Error(`NCCL: not a device tensor (device ${t.device})`);
-  return p;
+  const s = t.storage;
+  if (s.device !== 'cuda') throw new Error(`NCCL: not a device tensor (device ${t.device})`);
+  return s.ptr;
 }
 
 function dtype(t: Tensor): number {
