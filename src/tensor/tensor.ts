@@ -16,7 +16,7 @@ export interface Tensor {
 
 /** A tensor's storage by where it lives: host elements, or a CUDA device pointer. */
 export type TensorStorage =
-  | { readonly device: 'cpu'; readonly data: Float32Array | Int32Array }
+  | { readonly device: 'cpu'; readonly data: Float32Array | Int32Array | Uint16Array }
   | { readonly device: 'cuda'; readonly ptr: number };
 
 /** Host-side tensor data, as the checkpoint loader produces it (always float32 or int32). */
