@@ -8,6 +8,8 @@
  */
 import type { CudaDevice, PinnedBuffer } from './device.js';
 import type { KernelCache } from './kernel-cache.js';
+import { launchKernel } from './kernel-launch.js';
+import { SAMPLE_ROWS } from './kernel-table.js';
 
 /** Sampling parameters of one sequence, as sampler.ts uses them. */
 export interface GpuSamplingParams {
@@ -138,24 +140,24 @@ export class GpuSampler {
         this.dev.copyAsync(state.promptMask, bits, this.maskWords * 4);
       }
       const n = rows.length;
-      const fn = this.kernels.fn('sampling', 'sample_rows');
       const o = this.outDev;
       const M = this.maxRows;
       const topAt = o + 2 * M * 4;
       const topLpAt = topAt + M * MAX_TOP_LOGPROBS * 4;
-      this.dev.launch(
-        fn,
-        [n, 1, 1],
-        [1024, 1, 1],
-        0,
-        'ppipppp',
-        this.stageDev,
-        logits,
-        this.vocabSize,
-        o,
-        o + M * 4,
-        topAt,
-        topLpAt,
+      launchKernel(
+        { dev: this.dev, kernels: this.kernels },
+        SAMPLE_ROWS,
+        'sample_rows',
+        { grid: [n, 1, 1], block: [1024, 1, 1] },
+        {
+          rows: this.stageDev,
+          logits,
+          V: this.vocabSize,
+          outIds: o,
+          outLogprob: o + M * 4,
+          outTopIds: topAt,
+          outTopLogprob: topLpAt,
+        },
       );
       const h = this.outHost.address;
       this.dev.downloadAsync(h, o, 2 * M * 4);

@@ -17,7 +17,7 @@ export interface LaunchShape<D extends KernelDecl> {
  * `args` name every declared argument (typed by the declaration), packed in declared order.
  */
 export function launchKernel<D extends KernelDecl>(
-  ctx: OpContext,
+  ctx: Pick<OpContext, 'dev' | 'kernels'>,
   k: D,
   name: NameOf<D>,
   shape: LaunchShape<D>,

@@ -283,3 +283,19 @@ export const MOE_COMBINE = kernel({
   args: { out: 'ptr', y: 'ptr', slotRow: 'ptr', Kw: 'i32', D: 'i32' },
   launch: 'grid (T), block 256',
 });
+
+// ------------------------------------------------------------------ kernels/sampling.cu
+export const SAMPLE_ROWS = kernel({
+  file: 'sampling',
+  names: ['sample_rows'],
+  args: {
+    rows: 'ptr',
+    logits: 'ptr',
+    V: 'i32',
+    outIds: 'ptr',
+    outLogprob: 'ptr',
+    outTopIds: 'ptr',
+    outTopLogprob: 'ptr',
+  },
+  launch: 'grid (sampled rows), block 1024, no dynamic smem (gpu-sampler.ts)',
+});

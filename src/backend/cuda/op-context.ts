@@ -17,7 +17,7 @@ export function strideGrid(ctx: OpContext, n: number): [number, number, number] 
 const smemSet = new WeakMap<object, number>();
 
 /** Raises a kernel's dynamic shared-memory limit when a launch needs more than 48 KiB. */
-export function ensureSmem(ctx: OpContext, fn: KernelFn, bytes: number): void {
+export function ensureSmem(ctx: Pick<OpContext, 'dev'>, fn: KernelFn, bytes: number): void {
   if (bytes <= 48 * 1024) return;
   const key = fn as object;
   if ((smemSet.get(key) ?? 0) >= bytes) return;
