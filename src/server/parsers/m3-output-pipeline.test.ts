@@ -72,3 +72,89 @@ describe('M3 output pipeline: ids -> decoder -> reasoning -> tool calls', () => 
     });
   });
 });
+
+describe('M3 output pipeline: text -> reasoning -> tool calls, cut anywhere', () => {
+  /** Streams `text` cut at `cuts` through both parsers; returns what a client would assemble. */
+  function stream(text: string, cuts: number[], prefilledOpener: boolean) {
+    const reasoning = new ReasoningStreamParser({ prefilledOpener });
+    const calls = new ToolCallStreamParser(tools, { makeId: (i) => `c${i}` });
+    const acc = { reasoning: '', content: '', deltas: [] as ToolCallDelta[] };
+    const route = (piece: string, last: boolean) => {
+      const r = reasoning.feed(piece);
+      const rEnd = last ? reasoning.finish() : { reasoning: '', content: '' };
+      acc.reasoning += r.reasoning + rEnd.reasoning;
+      const t = calls.feed(r.content + rEnd.content);
+      const tEnd = last ? calls.finish() : { content: '', calls: [] };
+      acc.content += t.content + tEnd.content;
+      acc.deltas.push(...t.calls, ...tEnd.calls);
+    };
+    let at = 0;
+    for (const c of cuts) {
+      route(text.slice(at, c), false);
+      at = c;
+    }
+    route(text.slice(at), true);
+    return { reasoning: acc.reasoning, content: acc.content, calls: collectToolCalls(acc.deltas) };
+  }
+
+  function whole(text: string, prefilledOpener: boolean) {
+    const split = parseReasoning(text, { prefilledOpener });
+    const parsed = parseToolCalls(split.content, tools, { makeId: (i) => `c${i}` });
+    return { reasoning: split.reasoning, content: parsed.content, calls: parsed.toolCalls };
+  }
+
+  const call = (city: string) =>
+    `${NS}<invoke name="get_weather">${NS}<city>${city}${NS}</city>${NS}<days>2${NS}</days>${NS}</invoke>\n`;
+  const cases: [string, string, boolean][] = [
+    [
+      'explicit opener, two calls',
+      `<mm:think>plan</mm:think>Ok.${NS}<tool_call>\n${call('Oslo')}${call('Rome')}${NS}</tool_call>`,
+      false,
+    ],
+    [
+      'stray leading closer, then a call',
+      `</mm:think>${NS}<tool_call>\n${call('Lima')}${NS}</tool_call> done`,
+      false,
+    ],
+    [
+      'prefilled, malformed block stays content',
+      `think</mm:think>${NS}<tool_call>\n${NS}<invoke name="get_weather">${NS}<city>x${NS}</days>${NS}</tool_call>`,
+      true,
+    ],
+    [
+      'markup inside reasoning is reasoning',
+      `<mm:think>${NS}<tool_call>\n${call('Pisa')}${NS}</tool_call></mm:think>fine`,
+      false,
+    ],
+    [
+      'cut off inside a call',
+      `<mm:think>r</mm:think>${NS}<tool_call>\n${NS}<invoke name="get_weather">${NS}<city>Ber`,
+      false,
+    ],
+  ];
+
+  it.each(cases)('%s: every single cut equals the whole parse', (_name, text, prefilled) => {
+    const expected = whole(text, prefilled);
+    for (let i = 0; i <= text.length; i++) expect(stream(text, [i], prefilled)).toEqual(expected);
+    // and one character at a time
+    const all = Array.from({ length: text.length }, (_, i) => i);
+    expect(stream(text, all, prefilled)).toEqual(expected);
+  });
+
+  it('gives the expected split on those cases', () => {
+    const r = cases.map(([, text, prefilled]) => whole(text, prefilled));
+    expect(r[0]!.calls.map((c) => c.function.arguments)).toEqual([
+      '{"city":"Oslo","days":2}',
+      '{"city":"Rome","days":2}',
+    ]);
+    expect([r[0]!.reasoning, r[0]!.content]).toEqual(['plan', 'Ok.']);
+    expect([r[1]!.reasoning, r[1]!.content, r[1]!.calls.length]).toEqual(['', ' done', 1]);
+    expect(r[2]!.calls).toEqual([]);
+    expect(r[2]!.content).toContain(`${NS}</days>`);
+    expect(r[3]!.calls).toEqual([]);
+    expect(r[3]!.reasoning).toContain('<tool_call>');
+    expect(r[3]!.content).toBe('fine');
+    expect(r[4]!.calls).toEqual([]);
+    expect(r[4]!.content).toBe(`${NS}<tool_call>\n${NS}<invoke name="get_weather">${NS}<city>Ber`);
+  });
+});
