@@ -80,7 +80,11 @@ describe('eval defaults on the bundled model over HTTP', () => {
   it('clamps each request to max_model_len minus its own prompt tokens', async () => {
     const body = { model: BUNDLED_MODEL_NAME, messages: [{ role: 'user', content: 'Hi there' }] };
     const tok = (await (
-      await fetch(`${served.url}/tokenize`, { method: 'POST', body: JSON.stringify(body) })
+      await fetch(`${served.url}/tokenize`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
     ).json()) as { count: number; max_model_len: number };
     const notes: string[] = [];
     const budget = new ContextBudget({ baseUrl: served.url, timeoutMs: 10_000 }, 5000, (l) =>
