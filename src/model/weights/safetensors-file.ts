@@ -186,7 +186,27 @@ function parseHeader(
     }
     entries.set(name, parseEntry(path, name, raw, dataStart, size));
   }
+  checkNoOverlap(path, entries);
   return { metadata, entries };
+}
+
+/**
+ * Two tensors sharing bytes load "fine" and compute garbage; the format forbids it (the data
+ * section is packed). Sorted by start, each tensor must end before the next begins.
+ */
+function checkNoOverlap(path: string, entries: ReadonlyMap<string, TensorEntry>): void {
+  const byStart = [...entries.values()]
+    .filter((e) => e.byteLength > 0)
+    .sort((a, b) => a.offset - b.offset);
+  for (let i = 1; i < byStart.length; i++) {
+    const prev = byStart[i - 1]!;
+    const cur = byStart[i]!;
+    if (cur.offset < prev.offset + prev.byteLength)
+      throw new SafetensorsError(
+        `${path}: tensor "${cur.name}": data [${cur.offset}, ${cur.offset + cur.byteLength}) ` +
+          `overlaps tensor "${prev.name}" [${prev.offset}, ${prev.offset + prev.byteLength})`,
+      );
+  }
 }
 
 function parseEntry(
