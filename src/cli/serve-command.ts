@@ -32,7 +32,7 @@ import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
 import { intOption, UsageError, type Command } from './command.js';
 import { LOAD_OPTIONS, loadFormatOption, stderrLoadProgress } from './load-options.js';
 import { cpuThreadsFrom, openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
-import { SERVE_LIMITS_OPTIONS, serveLimits } from './serve-limits-options.js';
+import { requestShare, SERVE_LIMITS_OPTIONS, serveLimits } from './serve-limits-options.js';
 
 /** The model `npm start` serves: bundled with the package (see the tiny-model issue). */
 export const BUNDLED_MODEL_DIR = fileURLToPath(
@@ -51,6 +51,8 @@ export interface EngineFactoryOptions {
   readonly numPages?: number;
   readonly maxNumSeqs?: number;
   readonly maxNumBatchedTokens?: number;
+  /** Share of batch slots and KV pages one request may hold while others wait. */
+  readonly maxRequestShare?: number;
   /** Default `auto`; `dummy` builds random weights from config.json alone. */
   readonly loadFormat?: LoadFormat;
   /** Load progress and summary (the serve command shows them on stderr). */
@@ -125,6 +127,7 @@ export async function createEngineFromModelDir(
   const engine = new LlmEngine(stepRunner, {
     ...(o.maxNumSeqs !== undefined && { maxNumSeqs: o.maxNumSeqs }),
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
+    ...(o.maxRequestShare !== undefined && { maxRequestShare: o.maxRequestShare }),
   });
   const cfg = readTokenizerConfig(dir);
   const bpe = existsSync(join(dir, 'tokenizer.json')) ? loadTokenizer(dir) : null;
@@ -340,6 +343,7 @@ export const serveCommand: Command = {
       numPages,
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
+      maxRequestShare: requestShare(values),
       loadFormat,
       progress: stderrLoadProgress(),
       skipTokenizerInit: values['skip-tokenizer-init'] === true,

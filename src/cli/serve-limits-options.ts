@@ -1,3 +1,4 @@
+import { DEFAULT_ENGINE_CONFIG } from '../engine/engine-config.js';
 import { resolveApiKey } from '../server/api-key.js';
 import { DEFAULT_SERVER_OPTIONS as D, type ServerOptions } from '../server/server-options.js';
 import { numberOption, type OptionSpec, UsageError } from './command.js';
@@ -46,6 +47,13 @@ export const SERVE_LIMITS_OPTIONS: Record<string, OptionSpec> = {
     description: 'longest accepted stop string',
     valueName: 'N',
   },
+  'max-request-share': {
+    type: 'string',
+    default: String(DEFAULT_ENGINE_CONFIG.maxRequestShare),
+    description:
+      'share of batch slots and KV pages one request (its choices together) may hold while others wait; 1 = off',
+    valueName: 'F',
+  },
   'timeout-headers': {
     type: 'string',
     default: seconds(D.headersTimeoutMs),
@@ -77,6 +85,13 @@ export const SERVE_LIMITS_OPTIONS: Record<string, OptionSpec> = {
     valueName: 'S',
   },
 };
+
+/** --max-request-share, in (0, 1]. */
+export function requestShare(values: Record<string, unknown>): number {
+  const f = numberOption(values, 'max-request-share', DEFAULT_ENGINE_CONFIG.maxRequestShare);
+  if (!(f > 0 && f <= 1)) throw new UsageError('--max-request-share must be in (0, 1]');
+  return f;
+}
 
 function positive(values: Record<string, unknown>, name: string, fallback: number): number {
   const n = numberOption(values, name, fallback);

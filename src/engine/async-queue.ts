@@ -8,8 +8,16 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   private waiter: ((r: IteratorResult<T, undefined>) => void) | null = null;
   private closed = false;
 
+  /** `onPull` runs each time the consumer takes an item (the producer may resume). */
+  constructor(private readonly onPull?: () => void) {}
+
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** Items pushed and not yet taken. */
+  get size(): number {
+    return this.items.length - this.head;
   }
 
   push(item: T): void {
@@ -42,6 +50,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
             this.items.length = 0;
             this.head = 0;
           }
+          this.onPull?.();
           return Promise.resolve({ value, done: false });
         }
         if (this.closed) return Promise.resolve({ value: undefined, done: true });

@@ -11,6 +11,15 @@ export interface EngineConfig {
   readonly maxModelLen: number;
   /** Run the scheduler's integrity check after every step (tests and soak runs). */
   readonly checkIntegrity: boolean;
+  /**
+   * Most of the batch slots and KV pages one client request (its choices together) may hold
+   * while another request waits; 1 turns the limit off.
+   */
+  readonly maxRequestShare: number;
+  /** Events a consumer may leave unread before its sequence is paused (not scheduled). */
+  readonly maxUnreadEvents: number;
+  /** A sequence paused this long gives its KV pages back (it is recomputed when resumed). */
+  readonly pausePreemptMs: number;
 }
 
 export const DEFAULT_ENGINE_CONFIG: Omit<EngineConfig, 'maxModelLen'> = {
@@ -18,6 +27,9 @@ export const DEFAULT_ENGINE_CONFIG: Omit<EngineConfig, 'maxModelLen'> = {
   maxNumBatchedTokens: 2048,
   enablePrefixCaching: true,
   checkIntegrity: false,
+  maxRequestShare: 0.5,
+  maxUnreadEvents: 256,
+  pausePreemptMs: 2000,
 };
 
 /** Fills defaults and checks the result against the runner. */
@@ -35,6 +47,8 @@ export function resolveEngineConfig(
       throw new Error(`engine config: ${k} must be a positive integer, got ${c[k]}`);
     }
   }
+  if (!(c.maxRequestShare > 0 && c.maxRequestShare <= 1))
+    throw new Error(`engine config: maxRequestShare must be in (0, 1], got ${c.maxRequestShare}`);
   if (c.maxModelLen > runner.maxModelLen) {
     throw new Error(
       `engine config: maxModelLen ${c.maxModelLen} exceeds the model's ${runner.maxModelLen}`,

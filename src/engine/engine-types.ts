@@ -26,6 +26,11 @@ export interface SamplingParams {
 
 export interface GenerateRequest {
   readonly id: string;
+  /**
+   * The client request this sequence belongs to (the n choices and prompts of one request
+   * share it): the scheduler's fair share is per group. Default: the id.
+   */
+  readonly group?: string;
   readonly promptIds: readonly number[];
   readonly sampling: SamplingParams;
   readonly maxTokens: number;

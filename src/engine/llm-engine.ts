@@ -17,6 +17,9 @@ import { randomSeed } from './rng.js';
 import { checkSamplingParams, type SampleResult } from './sampler.js';
 import type { RowSampling, SequenceSampling, StepResult, StepRunner } from './step-runner.js';
 
+/** How often a step blocked only by paused sequences is retried. */
+const PAUSED_RETRY_MS = 10;
+
 /** A request the engine is serving: scheduler state plus what only the engine needs. */
 interface Live {
   readonly req: Request;
@@ -28,6 +31,8 @@ interface Live {
   readonly maxNewTokens: number;
   /** Set while prompt logprobs are still being collected. */
   promptLogprobs: PromptLogprobCollector | null;
+  /** When its consumer stopped reading (events.size reached the bound); null while reading. */
+  pausedAt: number | null;
 }
 
 /**
@@ -46,6 +51,8 @@ export class LlmEngine implements Engine {
   private busy = false;
   private idleWaiters: (() => void)[] = [];
   private shutdownPromise: Promise<void> | null = null;
+  /** Pending check that gives a long-paused sequence's pages back. */
+  private pauseTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly runner: StepRunner,
@@ -58,6 +65,7 @@ export class LlmEngine implements Engine {
       maxNumSeqs: this.config.maxNumSeqs,
       maxNumBatchedTokens: this.config.maxNumBatchedTokens,
       enablePrefixCaching: this.config.enablePrefixCaching,
+      maxGroupShare: this.config.maxRequestShare,
     });
   }
 
@@ -172,17 +180,18 @@ export class LlmEngine implements Engine {
     if (!gen.ignoreEos) for (const t of this.runner.eosTokenIds) stopIds.add(t);
     const numTop = gen.promptLogprobs ?? null;
     const live: Live = {
-      req: new Request(gen.id, gen.promptIds, numTop !== null),
+      req: new Request(gen.id, gen.promptIds, numTop !== null, gen.group ?? gen.id),
       gen,
       sampling: this.runner.openSampling(
         gen.sampling,
         gen.promptIds,
         gen.sampling.seed ?? randomSeed(),
       ),
-      events: new AsyncQueue(),
+      events: new AsyncQueue(() => this.onEventTaken(live)),
       stopIds,
       maxNewTokens,
       promptLogprobs: numTop === null ? null : new PromptLogprobCollector(gen.promptIds, numTop),
+      pausedAt: null,
     };
     this.live.set(gen.id, live);
     this.flushPromptLogprobs(live);
@@ -212,9 +221,48 @@ export class LlmEngine implements Engine {
   }
 
   private kick(): void {
-    if (this.busy || !this.scheduler.hasWork) return;
+    if (this.busy) return;
+    this.updatePaused();
+    if (!this.scheduler.hasRunnableWork) return;
     this.busy = true;
     setImmediate(() => void this.loop());
+  }
+
+  /**
+   * Backpressure: a sequence whose consumer leaves maxUnreadEvents unread is paused (not
+   * scheduled, so its queue stops growing), and after pausePreemptMs gives its KV pages
+   * back. The server closes a response that stays unread past its stall timeout, which
+   * aborts the sequence.
+   */
+  private updatePaused(): void {
+    const now = performance.now();
+    let nextDue = Infinity;
+    for (const live of this.live.values()) {
+      const full = live.events.size >= this.config.maxUnreadEvents;
+      live.req.paused = full;
+      if (!full) {
+        live.pausedAt = null;
+        continue;
+      }
+      live.pausedAt ??= now;
+      if (live.req.status !== 'running') continue;
+      const due = live.pausedAt + this.config.pausePreemptMs;
+      if (now >= due) this.scheduler.preemptRequest(live.req);
+      else nextDue = Math.min(nextDue, due);
+    }
+    // Nothing may step again before then (everyone else idle or paused): come back for it.
+    if (nextDue < Infinity && this.pauseTimer === null) {
+      this.pauseTimer = setTimeout(() => {
+        this.pauseTimer = null;
+        this.kick();
+      }, nextDue - now);
+      this.pauseTimer.unref();
+    }
+  }
+
+  /** The consumer caught up with a paused sequence: schedule it again. */
+  private onEventTaken(live: Live): void {
+    if (live.req.paused && live.events.size < this.config.maxUnreadEvents / 2) this.kick();
   }
 
   /**
@@ -241,8 +289,13 @@ export class LlmEngine implements Engine {
 
   private async step(): Promise<{ next: Promise<unknown> } | null> {
     const plan = this.scheduler.schedule();
-    if (plan.seqs.length === 0)
+    if (plan.seqs.length === 0) {
+      // Paused sequences hold the room the rest need: wait for their consumers to read, or
+      // for pausePreemptMs to give their pages back, without spinning.
+      if ([...this.live.values()].some((l) => l.req.paused))
+        return new Promise<null>((resolve) => setTimeout(() => resolve(null), PAUSED_RETRY_MS));
       throw new Error('the scheduler planned an empty step with work queued');
+    }
     const batch = this.buildBatch(plan);
     // Constraints finish their next masks while the forward runs (off the critical path when
     // the forward waits on a device); the runner reads the masks once `ready` resolves.

@@ -28,10 +28,21 @@ export class Request {
    *   (prompt logprobs need the logits of each), as vLLM does for such requests. Its own full
    *   pages are still offered to the cache.
    */
+  /**
+   * Its consumer is not reading (its event buffer is full): it is neither scheduled nor
+   * admitted until the consumer catches up.
+   */
+  paused = false;
+
+  /**
+   * @param group the client request this sequence belongs to (its choices share one), for the
+   *   scheduler's fair share; by default its own id
+   */
   constructor(
     readonly id: string,
     readonly promptIds: readonly number[],
     readonly skipPrefixCache = false,
+    readonly group: string = id,
   ) {
     if (promptIds.length === 0) throw new Error(`request ${id}: empty prompt`);
   }

@@ -1,5 +1,6 @@
 import { PageAllocator } from '../kv-cache/page-allocator.js';
 import { PrefixCache } from '../kv-cache/prefix-cache.js';
+import { FairShare } from './fair-share.js';
 import type { Request } from './request.js';
 
 export interface SchedulerConfig {
@@ -10,6 +11,11 @@ export interface SchedulerConfig {
   /** Token budget of one step (decode tokens plus prefill chunks). */
   readonly maxNumBatchedTokens: number;
   readonly enablePrefixCaching: boolean;
+  /**
+   * Most of the batch slots and KV pages one request group may hold while another group
+   * waits (1 = no limit).
+   */
+  readonly maxGroupShare?: number;
 }
 
 export interface ScheduledSeq {
@@ -83,6 +89,16 @@ export class Scheduler {
     return this.running.length + this.waiting.length > 0;
   }
 
+  /** Some request could be scheduled (one that is not paused). */
+  get hasRunnableWork(): boolean {
+    return this.running.some((r) => !r.paused) || this.waiting.some((r) => !r.paused);
+  }
+
+  /** Moves a running request back to waiting and frees its pages (a stalled consumer). */
+  preemptRequest(req: Request): void {
+    if (req.status === 'running') this.preempt(req);
+  }
+
   get stats(): Readonly<SchedulerCounters> {
     return this.counters;
   }
@@ -107,7 +123,7 @@ export class Scheduler {
     const decoding = this.running.filter((r) => r.numPending === 1);
     const prefilling = this.running.filter((r) => r.numPending > 1);
     for (const r of [...decoding, ...prefilling]) {
-      if (r.status !== 'running' || p.budget === 0 || r.numPending === 0) continue;
+      if (r.status !== 'running' || p.budget === 0 || r.numPending === 0 || r.paused) continue;
       const numNew = Math.min(r.numPending, p.budget);
       if (this.growOrPreempt(r, r.numComputed + numNew, p)) this.choose(r, numNew, p);
     }
@@ -197,13 +213,27 @@ export class Scheduler {
 
   private admit(p: Planning): void {
     const inflight = this.prefixCache ? this.inflightHashes(p) : null;
+    const c = this.config;
+    const fair = new FairShare(
+      c.maxGroupShare ?? 1,
+      c.maxNumSeqs,
+      c.numPages,
+      this.running,
+      this.waiting,
+      (n) => this.pagesFor(n),
+    );
     let i = 0;
-    while (
-      i < this.waiting.length &&
-      this.running.length < this.config.maxNumSeqs &&
-      p.budget > 0
-    ) {
+    while (i < this.waiting.length && p.budget > 0) {
       const r = this.waiting[i]!;
+      if (r.paused || fair.mustYield(r)) {
+        i++;
+        continue;
+      }
+      if (this.running.length >= c.maxNumSeqs) {
+        if (!this.preemptForShare(r, fair, p)) return;
+        i = this.waiting.indexOf(r);
+        continue;
+      }
       this.matchPrefix(r);
       // Another sequence computes r's next page this step (n > 1, shared system prompts):
       // wait one step and reuse it instead of computing it twice.
@@ -215,13 +245,34 @@ export class Scheduler {
       const numNew = Math.min(r.numPending, p.budget);
       if (!this.grow(r, r.numComputed + numNew)) {
         this.releasePages(r);
-        return;
+        if (!this.preemptForShare(r, fair, p)) return;
+        i = this.waiting.indexOf(r);
+        continue;
       }
       this.waiting.splice(i, 1);
       this.start(r);
+      fair.add(r);
       for (const h of this.pagesCompleted(r, numNew)) inflight?.add(h);
       this.choose(r, numNew, p);
     }
+  }
+
+  /**
+   * Makes room for r by preempting the most recent sequence of another group that holds more
+   * than its share; false when there is none (r then waits its turn).
+   */
+  private preemptForShare(r: Request, fair: FairShare, p: Planning): boolean {
+    for (let j = this.running.length - 1; j >= 0; j--) {
+      const victim = this.running[j]!;
+      if (victim.group === r.group || !fair.isOver(victim.group)) continue;
+      p.budget += p.chosen.get(victim) ?? 0;
+      p.chosen.delete(victim);
+      fair.remove(victim);
+      this.preempt(victim);
+      p.preempted.push(victim);
+      return true;
+    }
+    return false;
   }
 
   private start(r: Request): void {

@@ -97,6 +97,7 @@ export function choiceSpec(ctx: ServerContext, s: SamplingRequest, a: ChoiceArgs
   const seed = s.seed ?? d.seed;
   const request: GenerateRequest = {
     id: `${a.id}-${a.index}`,
+    group: a.id, // the choices of one request share the scheduler's fair share
     promptIds: a.promptIds,
     sampling: {
       temperature: s.temperature ?? d.temperature,
