@@ -1,7 +1,12 @@
 import { DecodeGraphs, graphBatchSizes } from '../backend/cuda/decode-graphs.js';
 import type { CudaBackend } from '../backend/cuda/cuda-backend.js';
 import type { CudaTensor } from '../backend/cuda/cuda-tensor.js';
-import { GpuSampler, type GpuSampleRow, GpuSequenceState } from '../backend/cuda/gpu-sampler.js';
+import {
+  GpuSampler,
+  type GpuSampleRow,
+  GpuSequenceState,
+  MAX_TOP_LOGPROBS,
+} from '../backend/cuda/gpu-sampler.js';
 import type { ForwardBatch } from '../backend/forward-batch.js';
 import { MiniMaxM3Model } from '../model/minimax-m3/minimax-m3-model.js';
 import { usesExpertParallel } from '../parallel/parallel-layout.js';
@@ -33,6 +38,7 @@ export class CudaStepRunner implements StepRunner {
   readonly numPages: number;
   /** The GPU wait polls an event from setImmediate (CudaDevice.whenDone). */
   readonly overlapsHost: boolean = true;
+  readonly maxTopLogprobs = MAX_TOP_LOGPROBS;
   private readonly backend: CudaBackend;
   private readonly logits: CudaTensor;
   private readonly sampler: GpuSampler;

@@ -23,6 +23,8 @@ class HostSequenceSampling implements SequenceSampling {
 export class HostSamplingRunner implements StepRunner {
   /** The logits runner computes on this thread (CPU) or returns host logits (a group). */
   readonly overlapsHost: boolean = false;
+  /** The host sampler ranks the whole vocabulary. */
+  readonly maxTopLogprobs = Infinity;
   constructor(readonly inner: ModelRunner) {}
 
   get vocabSize(): number {

@@ -69,3 +69,19 @@ describe('LlmEngine with a runner that overlaps the host', () => {
     ]);
   });
 });
+
+describe('LlmEngine and the runner limits', () => {
+  it('refuses more top logprobs than the runner returns, with a clear error', async () => {
+    class Top20 extends HostSamplingRunner {
+      override readonly maxTopLogprobs = 20;
+    }
+    const engine = new LlmEngine(new Top20(new FakeModelRunner({ vocabSize: 64 })));
+    const events = [];
+    for await (const ev of engine.generate(makeRequest('x', [1, 2], { logprobs: 21 })))
+      events.push(ev);
+    expect(events).toEqual([
+      { type: 'error', message: 'logprobs must be an integer in [0, 20], got 21' },
+    ]);
+    await engine.shutdown();
+  });
+});

@@ -152,11 +152,12 @@ export class LlmEngine implements Engine {
     if (!Number.isInteger(gen.maxTokens) || gen.maxTokens < 0) {
       return `max_tokens must be a non-negative integer, got ${gen.maxTokens}`;
     }
+    const maxTop = Math.min(V, this.runner.maxTopLogprobs);
     if (
       gen.logprobs !== null &&
-      !(Number.isInteger(gen.logprobs) && gen.logprobs >= 0 && gen.logprobs <= V)
+      !(Number.isInteger(gen.logprobs) && gen.logprobs >= 0 && gen.logprobs <= maxTop)
     ) {
-      return `logprobs must be an integer in [0, ${V}], got ${gen.logprobs}`;
+      return `logprobs must be an integer in [0, ${maxTop}], got ${gen.logprobs}`;
     }
     const sampling = checkSamplingParams(gen.sampling);
     if (sampling !== null) return sampling;

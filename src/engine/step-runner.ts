@@ -66,6 +66,8 @@ export interface StepRunner {
    * tokens. False for a forward computed on this thread.
    */
   readonly overlapsHost: boolean;
+  /** Most top logprobs one row may ask for (the GPU sampler returns at most 20). */
+  readonly maxTopLogprobs: number;
   /** Sampling state for a new request; `seed` is the request's (or a random) seed. */
   openSampling(
     params: SamplingParams,
