@@ -210,6 +210,9 @@ describe('structured outputs over HTTP (bundled model)', () => {
       return callProblem(c.message.tool_calls?.[0], allowed);
     });
     const distinct = new Set(replies.map((r) => JSON.stringify(r.choices[0]!.message)));
+    console.log(
+      `${JSON.stringify(choice)}: ${TRIES - problems.filter(Boolean).length}/${TRIES} valid`,
+    );
     return { problems: problems.filter((p) => p !== undefined), distinct: distinct.size };
   }
 
