@@ -41,6 +41,10 @@ describe('childSchema / kindOf', () => {
     const arr = { type: 'array', prefixItems: [{ type: 'string' }], items: { type: 'number' } };
     expect(childSchema(arr, 'item', 0)).toEqual({ type: 'string' });
     expect(childSchema(arr, 'item', 5)).toEqual({ type: 'number' });
+    const tuple = { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }] };
+    expect(childSchema(tuple, 'item', 7)).toEqual({ type: 'integer' }); // the last entry
+    const extra = { ...tuple, additionalItems: { type: 'boolean' }, items: { type: 'number' } };
+    expect(childSchema(extra, 'item', 2)).toEqual({ type: 'boolean' });
     const union = {
       anyOf: [{ type: 'object', properties: { q: { type: 'string' } } }, { type: 'null' }],
     };

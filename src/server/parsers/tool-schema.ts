@@ -86,8 +86,14 @@ export function childSchema(
     const prefix = parent['prefixItems'];
     const items = parent['items'];
     if (Array.isArray(prefix) && index < prefix.length) return asSchema(prefix[index]);
-    if (Array.isArray(items)) return asSchema(items[index]) ?? asSchema(parent['additionalItems']);
-    return asSchema(items) ?? asSchema(parent['additionalItems']);
+    if (Array.isArray(items) && index < items.length) return asSchema(items[index]);
+    // Past the tuple: additionalItems, then items, then the last tuple entry (SGLang's order).
+    const tuple = Array.isArray(prefix) ? prefix : Array.isArray(items) ? items : [];
+    return (
+      asSchema(parent['additionalItems']) ??
+      asSchema(Array.isArray(items) ? undefined : items) ??
+      asSchema(tuple[tuple.length - 1])
+    );
   }
   const props = asSchema(parent['properties']);
   const own = asSchema(props?.[tag]) ?? asSchema(parent['additionalProperties']);
