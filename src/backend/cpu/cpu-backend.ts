@@ -12,6 +12,7 @@ import { layoutBatch, type BatchLayout, type ForwardBatch } from '../forward-bat
 import type { DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
+import { Bf16Weights } from './bf16-weights.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
 import { writeCacheRows } from './ops/attention.js';
@@ -33,10 +34,12 @@ export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
   readonly memory = 'host' as const;
   readonly kernels: CpuKernels;
+  private readonly bf16: Bf16Weights;
 
   /** `threads`: threads the kernels use, this one included (default 1; `--cpu-threads`). */
   constructor(o: CpuKernelsOptions = {}) {
     this.kernels = new CpuKernels(o);
+    this.bf16 = new Bf16Weights(this.kernels.heap);
   }
 
   /** Ends the kernels' worker threads. */
@@ -59,7 +62,9 @@ export class CpuBackend implements Backend {
     const n = numel(shape);
     const dst = dtype === 'i32' ? this.kernels.heap.i32(n, false) : this.kernels.heap.f32(n, false);
     dst.set(data);
-    return new CpuTensor(shape, dtype, dst, true);
+    const t = new CpuTensor(shape, dtype, dst, true);
+    this.bf16.written(t);
+    return t;
   }
 
   write(dst: Tensor, data: Float32Array | Int32Array): void {
@@ -67,6 +72,7 @@ export class CpuBackend implements Backend {
     if (d.length !== data.length)
       throw new Error(`write: ${data.length} values for shape ${shapeStr(dst.shape)}`);
     d.set(data);
+    this.bf16.written(dst as CpuTensor);
   }
 
   /** Bytes of tensor memory in use (weights, KV cache, live scratch). */
@@ -83,18 +89,22 @@ export class CpuBackend implements Backend {
   }
 
   free(t: Tensor): void {
-    if (t instanceof CpuTensor && t.owner) this.kernels.heap.free(t.data);
+    if (t instanceof CpuTensor && t.owner) {
+      this.bf16.freed(t);
+      this.kernels.heap.free(t.data);
+    }
   }
 
   fillRandom(t: Tensor, seed: number, scale: number): void {
     fillRandomHost(f32(t, 'fillRandom'), seed, scale, t.dtype === 'bf16');
+    this.bf16.written(t as CpuTensor);
   }
 
   view(t: Tensor, shape: Shape): Tensor {
     const c = t as CpuTensor;
     if (numel(shape) !== c.data.length)
       throw new Error(`view: ${shapeStr(t.shape)} cannot be viewed as ${shapeStr(shape)}`);
-    return new CpuTensor(shape, t.dtype, c.data);
+    return new CpuTensor(shape, t.dtype, c.data, false, c.base ?? c);
   }
 
   rows(t: Tensor, start: number, count: number): Tensor {
@@ -106,6 +116,8 @@ export class CpuBackend implements Backend {
       [count, ...t.shape.slice(1)],
       t.dtype,
       c.data.subarray(start * rowSize, (start + count) * rowSize),
+      false,
+      c.base ?? c,
     );
   }
 
@@ -154,7 +166,7 @@ export class CpuBackend implements Backend {
     this.kernels.matmul(
       f32(out, 'matmul.out', [M, N]),
       f32(x, 'matmul.x'),
-      f32(w, 'matmul.w'),
+      this.bf16.of(w as CpuTensor, f32(w, 'matmul.w')),
       M,
       N,
       K,
@@ -275,8 +287,14 @@ export class CpuBackend implements Backend {
       f32(x, 'moe.x'),
       i32(ids, 'moe.ids', [T, width]),
       f32(weights, 'moe.weights', [T, width]),
-      f32(experts.gateUp, 'moe.gateUp', [experts.numLocalExperts, 2 * I, D]),
-      f32(experts.down, 'moe.down', [experts.numLocalExperts, D, I]),
+      this.bf16.of(
+        experts.gateUp as CpuTensor,
+        f32(experts.gateUp, 'moe.gateUp', [experts.numLocalExperts, 2 * I, D]),
+      ),
+      this.bf16.of(
+        experts.down as CpuTensor,
+        f32(experts.down, 'moe.down', [experts.numLocalExperts, D, I]),
+      ),
       experts,
       D,
       I,

@@ -3,9 +3,8 @@ import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor, TensorStorage } from '../../tensor/tensor.js';
 
 /**
- * A CPU tensor: float dtypes are stored as float32, except bf16 weights (uploaded bf16 of
- * rank ≥ 2, values exactly bf16), kept as their bf16 bits (Uint16Array) and widened by the
- * kernels that read them (matmul, moe, embedding); i32 as int32. `data` may be a view.
+ * A CPU tensor: float dtypes are stored as float32, i32 as int32 (Uint16Array bf16 bits only
+ * for kernel operands, see Bf16Weights). `data` may be a view of `base`'s block.
  */
 export class CpuTensor implements Tensor {
   readonly device = 'cpu' as const;
@@ -15,6 +14,8 @@ export class CpuTensor implements Tensor {
     readonly data: Float32Array | Int32Array | Uint16Array,
     /** True when this tensor owns its block (alloc/upload), false for views. */
     readonly owner = false,
+    /** The tensor owning the block this view lies in (null for owners). */
+    readonly base: CpuTensor | null = null,
   ) {
     if (data.length !== numel(shape)) {
       throw new Error(`CpuTensor: ${data.length} elements do not fill shape ${shapeStr(shape)}`);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { assembleWat, bf16Variant } from '../../../../scripts/assemble-wat.mjs';
+import { CpuBackend } from '../cpu-backend.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { matmulF32 } from '../ops/matmul.js';
 import { CpuKernels } from './cpu-kernels.js';
@@ -112,6 +113,43 @@ describe('bf16 weights', () => {
       expect(a.some((v) => v !== 0)).toBe(true);
     },
   );
+});
+
+describe('bf16 weight copies in the backend', () => {
+  it('multiplies by a half-width copy of an exactly-bf16 weight, with the float32 bits', () => {
+    const b = new CpuBackend();
+    const [M, N, K] = [3, 64, 32];
+    const wv = Float32Array.from({ length: N * K }, (_, i) => ((i * 37) % 61) / 16 - 2); // bf16-exact
+    const xv = Float32Array.from({ length: M * K }, (_, i) => Math.sin(i));
+    const x = b.upload(xv, [M, K], 'f32');
+    const wb = b.upload(wv, [N, K], 'bf16');
+    const wf = b.upload(wv, [N, K], 'f32'); // dtype f32: never copied
+    const [o1, o2] = [b.alloc([M, N], 'f32'), b.alloc([M, N], 'f32')];
+    const before = b.bytesInUse;
+    b.matmul(o1, x, wb);
+    expect(b.bytesInUse - before).toBe(N * K * 2); // the bf16 copy
+    b.matmul(o2, x, wf);
+    expect(Array.from(b.readF32(o1))).toEqual(Array.from(b.readF32(o2)));
+    // a host write drops the copy: the next matmul sees the new values
+    b.write(b.rows(wb, 0, 1), new Float32Array(K).fill(1));
+    b.matmul(o1, x, wb);
+    const row0 = Array.from(b.readF32(o1)).filter((_, i) => i % N === 0);
+    row0.forEach((v, m) =>
+      expect(v).toBeCloseTo(
+        xv.subarray(m * K, (m + 1) * K).reduce((a, c) => a + c, 0),
+        4,
+      ),
+    );
+    // inexact values stay float32
+    const wi = b.upload(
+      wv.map((v) => v + 1e-3),
+      [N, K],
+      'bf16',
+    );
+    const mid = b.bytesInUse;
+    b.matmul(o1, x, wi);
+    expect(b.bytesInUse).toBe(mid);
+  });
 });
 
 describe('WasmHeap', () => {
