@@ -25,7 +25,7 @@ export interface MoeserveEnv {
   readonly faultInject: string | undefined;
   /** MOESERVE_HANG_WATCHDOG_S: seconds a blocked rank waits on a lost peer (default 10). */
   readonly hangWatchdogSeconds: number | undefined;
-  /** MOESERVE_CPU_MHZ: the clock bench:cpu assumes when the OS does not report one. */
+  /** MOESERVE_CPU_MHZ: the clock bench:cpu uses for peaks instead of measuring it. */
   readonly cpuMhz: number | undefined;
   /** CUDA_HOME, CUDA_PATH: toolkit roots, in that order. */
   readonly cudaRoots: readonly string[];
