@@ -10,7 +10,7 @@ import {
   MATMUL_WASM_BASE64,
 } from './kernels-wasm.js';
 import { HeapScratch, StepTables } from './step-tables.js';
-import { ThreadPool } from './thread-pool.js';
+import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
 import { wasm } from './wasm-api.js';
 import { WasmHeap } from './wasm-heap.js';
 
@@ -30,6 +30,7 @@ type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
 const MIN_PARALLEL_FLOPS = 200_000;
+const CHUNKS_PER_THREAD = 4;
 
 export interface CpuKernelsOptions {
   /** Threads the kernels use, the caller's included (default 1). */
@@ -46,11 +47,11 @@ export interface CpuKernelsOptions {
  * SIMD kernels (matmul.wat, attention.wat) when all operands live in the heap and the widths
  * suit 4-lane vectors, else the float64 JS kernels (the reference they are tested against).
  *
- * With `threads` > 1 large kernels are split over a pool of worker threads sharing the heap:
- * matmul by output columns (or rows when there are few columns), attention by (token, KV
- * group), MSA selection by (token, index head). Each output element is computed by exactly
- * one thread, by the same code in the same order as on one thread, so results are
- * bit-identical whatever the thread count (tested).
+ * With `threads` > 1 large kernels are cut into a few chunks per thread that a pool of worker
+ * threads sharing the heap claims: matmul by output columns (or rows when there are few
+ * columns), attention by (token, KV group), MSA selection by (token, index head). Each output
+ * element is computed by exactly one chunk, by the same code in the same order as on one
+ * thread, so results are bit-identical whatever the thread count (tested).
  */
 export class CpuKernels {
   readonly heap = new WasmHeap();
@@ -74,7 +75,11 @@ export class CpuKernels {
       Object.assign(exports, new wasm.Instance(m, { env: { memory: this.heap.memory } }).exports);
     const fns = EXPORTS.map((n) => exports[n] as (...a: number[]) => void);
     this.pool = new ThreadPool(threads, this.heap.memory, modules, EXPORTS, fns);
-    this.scratch = Array.from({ length: threads }, () => new HeapScratch(this.heap));
+    // one scratch block per chunk: chunks of a job run concurrently, on any thread
+    this.scratch = Array.from(
+      { length: Math.min(CHUNKS_PER_THREAD * threads, MAX_CHUNKS) },
+      () => new HeapScratch(this.heap),
+    );
   }
 
   /** Ends the worker threads (the kernels then run on the caller only). */
@@ -99,7 +104,7 @@ export class CpuKernels {
     const fn = w instanceof Uint16Array ? 'matmul_bf16' : 'matmul';
     const wb = w.BYTES_PER_ELEMENT; // weight bytes per element
     const [o, xp, wp, P] = [out.byteOffset, x.byteOffset, w.byteOffset, panelRows(K)];
-    const n = this.useThreads(2 * M * N * K);
+    const n = this.chunksFor(2 * M * N * K);
     const rows: Row[] = [];
     if (n > 1 && N >= 16 * n) {
       const chunk = Math.ceil(N / n / 4) * 4; // column slices of whole 4-wide tiles
@@ -133,7 +138,7 @@ export class CpuKernels {
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
     const blistLen = (maxBlocks + 3) & ~3;
     const units = T * a.numKvHeads;
-    const n = Math.min(units, this.useThreads(4 * a.headDim * a.numHeads * T * maxKeys));
+    const n = Math.min(units, this.chunksFor(4 * a.headDim * a.numHeads * T * maxKeys));
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
       const s = this.scratch[i]!.f32(blistLen + maxKeys + 8);
@@ -165,7 +170,7 @@ export class CpuKernels {
     const { numIndexHeads: Hi, indexDim: Di } = o;
     const maxBlocks = Math.floor(this.tables.maxPos / S) + 1;
     const units = T * Hi;
-    const n = Math.min(units, this.useThreads(2 * Di * units * (this.tables.maxPos + 1)));
+    const n = Math.min(units, this.chunksFor(2 * Di * units * (this.tables.maxPos + 1)));
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
       const s = this.scratch[i]!.f32(2 * maxBlocks + 4);
@@ -176,8 +181,12 @@ export class CpuKernels {
     this.pool.run(rows);
   }
 
-  /** Threads worth using for a kernel of this many flops. */
-  private useThreads(flops: number): number {
-    return flops < this.minParallelFlops ? 1 : this.threads;
+  /**
+   * Chunks to cut a kernel of this many flops into: 1 below minParallelFlops, else a few per
+   * thread, so that the others take over the share of a thread the OS has descheduled.
+   */
+  private chunksFor(flops: number): number {
+    if (this.threads === 1 || flops < this.minParallelFlops) return 1;
+    return Math.min(CHUNKS_PER_THREAD * this.threads, MAX_CHUNKS);
   }
 }

@@ -1,30 +1,41 @@
 import { Worker } from 'node:worker_threads';
 
 /**
- * Worker threads sharing the WASM heap: thread 0 is the caller, threads 1..n−1 are workers,
- * each with its own instances of the same kernel modules over the same shared memory. A job
- * is one call per thread of a kernel export with that thread's arguments (its share of the
- * work, decided by the caller), so which thread computes which output is fixed by the job,
- * never by timing. Synchronisation: a generation counter and a pending count in a small
- * SharedArrayBuffer; workers spin briefly for the next job, then sleep in Atomics.wait.
+ * Worker threads sharing the WASM heap: the caller plus threads − 1 workers, each with its own
+ * instances of the same kernel modules over the same shared memory. A job is a list of chunks,
+ * each one call of a kernel export with its arguments (the caller decides what each chunk
+ * computes: a fixed set of output elements). Threads claim chunks from a shared counter, so a
+ * thread the OS has descheduled does not hold up the others (the caller takes its share);
+ * which thread runs a chunk never changes what the chunk computes, so results do not depend
+ * on timing or on the thread count.
  *
- * Workers are unref'd (they never keep the process alive) and `close()` ends them. A worker
- * that throws marks the job failed and the caller throws; a job not finished in JOB_TIMEOUT_MS
- * throws too, so a misbehaving worker cannot hang the engine.
+ * Synchronisation in a small SharedArrayBuffer: a generation counter wakes workers (they spin
+ * briefly, then sleep in Atomics.wait); DONE counts finished chunks; ACTIVE counts workers
+ * inside a job, and arguments are rewritten only when it is 0. Workers are unref'd (they never
+ * keep the process alive) and `close()` ends them. A chunk that throws on a worker fails the
+ * job on the caller; a job not finished in JOB_TIMEOUT_MS throws, so a misbehaving worker
+ * cannot hang the engine.
  */
 const GEN = 0;
-const PENDING = 1;
-const STOP = 2;
-const FAILED = 3;
-const ROW = 24; // float64 slots per thread: export index, then up to 23 arguments
-const ARGS = 8; // float64 offset of thread 0's row
+const STOP = 1;
+const FAILED = 2;
+const NEXT = 3; // next chunk to claim
+const NCHUNKS = 4;
+const DONE = 5;
+const ACTIVE = 6;
+const ROW = 24; // float64 slots per chunk: export index, then up to 23 arguments
+const ARGS = 8; // float64 offset of chunk 0's row
 const SPIN = 20_000; // Atomics.load polls before sleeping (tens of µs)
 const JOB_TIMEOUT_MS = 60_000;
+const CLOSED = 1 << 30; // NEXT between jobs: beyond any chunk
+
+/** The most chunks one job may have. */
+export const MAX_CHUNKS = 256;
 
 // The worker's whole program: plain JS, so it runs the same from dist/ and from sources.
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const { memory, modules, exportNames, ctrl, index } = workerData;
+const { memory, modules, exportNames, ctrl } = workerData;
 const fns = [];
 for (const m of modules) {
   const ex = new WebAssembly.Instance(m, { env: { memory } }).exports;
@@ -32,7 +43,6 @@ for (const m of modules) {
 }
 const c = new Int32Array(ctrl);
 const f = new Float64Array(ctrl);
-const row = ${ARGS} + index * ${ROW};
 let seen = 0; // the generation when the pool was made: jobs may be posted before this worker starts
 for (;;) {
   let spins = 0;
@@ -42,23 +52,25 @@ for (;;) {
   const g = Atomics.load(c, ${GEN});
   if (g === seen) continue;
   seen = g;
-  const fn = f[row];
-  try {
-    if (fn >= 0) {
+  Atomics.add(c, ${ACTIVE}, 1);
+  for (let k = Atomics.add(c, ${NEXT}, 1); k < Atomics.load(c, ${NCHUNKS}); k = Atomics.add(c, ${NEXT}, 1)) {
+    const row = ${ARGS} + k * ${ROW};
+    try {
       const a = f.subarray(row + 1, row + ${ROW});
-      fns[fn](a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22]);
+      fns[f[row]](a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22]);
+    } catch (e) {
+      Atomics.store(c, ${FAILED}, 1);
     }
-  } catch (e) {
-    Atomics.store(c, ${FAILED}, 1);
+    if (Atomics.add(c, ${DONE}, 1) + 1 === Atomics.load(c, ${NCHUNKS})) Atomics.notify(c, ${DONE});
   }
-  if (Atomics.sub(c, ${PENDING}, 1) === 1) Atomics.notify(c, ${PENDING});
+  if (Atomics.sub(c, ${ACTIVE}, 1) === 1) Atomics.notify(c, ${ACTIVE});
 }
 `;
 
 type KernelFn = (...args: number[]) => void;
+export type Chunk = readonly [string, ...number[]];
 
 export class ThreadPool {
-  private readonly ctrlBuf: SharedArrayBuffer;
   private readonly c: Int32Array;
   private readonly f: Float64Array;
   private readonly workers: Worker[] = [];
@@ -77,13 +89,15 @@ export class ThreadPool {
     private readonly exportNames: readonly string[],
     private readonly fns: readonly KernelFn[],
   ) {
-    this.ctrlBuf = new SharedArrayBuffer(8 * (ARGS + ROW * threads));
-    this.c = new Int32Array(this.ctrlBuf);
-    this.f = new Float64Array(this.ctrlBuf);
+    const ctrl = new SharedArrayBuffer(8 * (ARGS + ROW * MAX_CHUNKS));
+    this.c = new Int32Array(ctrl);
+    this.f = new Float64Array(ctrl);
+    this.c[NEXT] = CLOSED;
+    this.c[NCHUNKS] = 0;
     for (let index = 1; index < threads; index++) {
       const w = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { memory, modules, exportNames, ctrl: this.ctrlBuf, index },
+        workerData: { memory, modules, exportNames, ctrl },
       });
       w.on('error', (e) => (this.broken ??= e));
       w.unref();
@@ -91,45 +105,49 @@ export class ThreadPool {
     }
   }
 
-  /**
-   * Runs `rows[i]` = [export name, ...arguments] on thread i (rows beyond the given ones
-   * idle) and returns when every thread is done. Thread 0's row runs on the caller.
-   */
-  run(rows: readonly (readonly [string, ...number[]])[]): void {
+  /** Runs every chunk (in no fixed order, on any threads) and returns when all are done. */
+  run(chunks: readonly Chunk[]): void {
     if (this.closed) throw new Error('CPU thread pool: used after close()');
     if (this.broken)
       throw new Error(`CPU thread pool: a worker thread died: ${this.broken.message}`);
-    const n = Math.min(rows.length, this.threads);
-    if (n <= 1) {
-      if (rows[0]) this.call(rows[0]);
+    if (chunks.length > MAX_CHUNKS)
+      throw new Error(`CPU thread pool: ${chunks.length} chunks > ${MAX_CHUNKS}`);
+    if (this.threads === 1 || chunks.length <= 1) {
+      for (const ch of chunks) this.call(ch);
       return;
     }
     const { c, f } = this;
-    for (let i = 1; i < this.threads; i++) {
-      const r = i < n ? rows[i]! : null;
-      const base = ARGS + i * ROW;
-      f[base] = r ? this.exportIndex(r[0]) : -1;
-      if (r) for (let a = 1; a < r.length; a++) f[base + a] = r[a] as number;
-    }
+    Atomics.store(c, NEXT, CLOSED); // a worker arriving late claims nothing while this is set up
+    chunks.forEach((ch, k) => {
+      const base = ARGS + k * ROW;
+      f[base] = this.exportIndex(ch[0]);
+      for (let a = 1; a < ch.length; a++) f[base + a] = ch[a] as number;
+    });
+    const n = chunks.length;
     Atomics.store(c, FAILED, 0);
-    Atomics.store(c, PENDING, this.threads - 1);
+    Atomics.store(c, DONE, 0);
+    Atomics.store(c, NCHUNKS, n);
+    Atomics.store(c, NEXT, 0); // last: opens the job to claims
     Atomics.add(c, GEN, 1);
     Atomics.notify(c, GEN);
     let error: unknown = null;
-    try {
-      this.call(rows[0]!);
-    } catch (e) {
-      error = e;
+    for (let k = Atomics.add(c, NEXT, 1); k < n; k = Atomics.add(c, NEXT, 1)) {
+      try {
+        this.call(chunks[k]!);
+      } catch (e) {
+        error ??= e;
+      }
+      Atomics.add(c, DONE, 1);
     }
-    this.await();
+    this.waitFor(DONE, n);
+    this.waitFor(ACTIVE, 0); // no worker still inside: the arguments may be rewritten
     if (error) throw error;
     if (Atomics.load(c, FAILED) !== 0)
       throw new Error('CPU thread pool: a kernel failed on a worker thread');
   }
 
-  private call(r: readonly [string, ...number[]]): void {
-    const fn = this.fns[this.exportIndex(r[0])]!;
-    fn(...(r.slice(1) as number[]));
+  private call(ch: Chunk): void {
+    this.fns[this.exportIndex(ch[0])]!(...(ch.slice(1) as number[]));
   }
 
   private exportIndex(name: string): number {
@@ -138,14 +156,14 @@ export class ThreadPool {
     return i;
   }
 
-  private await(): void {
+  private waitFor(slot: number, value: number): void {
     const { c } = this;
-    for (let spins = 0; spins < SPIN; spins++) if (Atomics.load(c, PENDING) === 0) return;
+    for (let spins = 0; spins < SPIN; spins++) if (Atomics.load(c, slot) === value) return;
     const t0 = Date.now();
     for (;;) {
-      const p = Atomics.load(c, PENDING);
-      if (p === 0) return;
-      Atomics.wait(c, PENDING, p, 100);
+      const v = Atomics.load(c, slot);
+      if (v === value) return;
+      Atomics.wait(c, slot, v, 10);
       if (Date.now() - t0 > JOB_TIMEOUT_MS) {
         this.close();
         throw new Error(

@@ -74,7 +74,7 @@ describe('CPU kernels on worker threads', () => {
     expect(results[0]![0]!.filter((b) => b > 3).length).toBeGreaterThan(0);
   });
 
-  it('a kernel failing on a worker throws on the caller instead of hanging', () => {
+  it('a failing chunk throws on the caller instead of hanging, on whatever thread it ran', () => {
     const k = make(2);
     const bad = 2 ** 31; // beyond the heap: the worker's share traps
     const x = filled(k, 64 * 64, 1);
@@ -86,7 +86,7 @@ describe('CPU kernels on worker threads', () => {
         ['matmul', out.byteOffset, x.byteOffset, x.byteOffset, 1, 4, 64, 4, 4],
         ['matmul', bad, bad, bad, 64, 64, 64, 4, 64],
       ]),
-    ).toThrow(/worker thread/);
+    ).toThrow(/worker thread|out of bounds/); // whichever thread claimed it
     // the pool still works after a failed job
     expect(() => k.matmul(out, x, x, 64, 64, 64)).not.toThrow();
   });
