@@ -9,12 +9,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
 import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
-import { DecodeGraphs, padDecodeBatch } from '../src/backend/cuda/decode-graphs.js';
 import type { ModelConfig } from '../src/config/model-config.js';
 import { allocKvCache, type KvCache } from '../src/model/minimax-m3/kv-cache.js';
 import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
 import { SingleRankCommunicator } from '../src/parallel/communicator.js';
 import { median } from '../test/gpu/check-util.js';
+import { decodeBatch, timeGraphStep } from './graph-step.js';
 import { profileOps } from '../test/gpu/op-profile.js';
 import { realCheck } from '../test/gpu/real-check.js';
 import { buildGpuWeights, decodeWeightBytes, realConfig } from '../test/gpu/real-model.js';
@@ -49,19 +49,6 @@ export function prefillFlops(cfg: ModelConfig, T: number): number {
   return 2 * perToken * T + attn + 2 * cfg.vocabSize * D;
 }
 
-function decodeBatch(B: number, context: number, pagesPerSeq: number, vocab: number): ForwardBatch {
-  return {
-    tokenIds: Int32Array.from({ length: B }, (_, i) => (i * 7919 + 13) % vocab),
-    seqs: Array.from({ length: B }, (_, s) => ({
-      numCached: context,
-      numNew: 1,
-      pageTable: Int32Array.from({ length: pagesPerSeq }, (_, p) => 1 + s * pagesPerSeq + p),
-    })),
-    pageSize: PAGE,
-    logitsFor: 'last',
-  };
-}
-
 interface DecodeRow {
   profile: Record<string, number>;
   batch: number;
@@ -85,14 +72,7 @@ async function timeDecode(
 ): Promise<DecodeRow> {
   const cfg = model.cfg;
   const step = (b: ForwardBatch) => model.forward(b, kv);
-  const logitsBuf = gpu.alloc([B, cfg.vocabSize], 'f32'); // [B, V]
-  const enqueue = (b: ForwardBatch) => model.forwardInto(b, kv, logitsBuf).then(() => {});
-  const graphs = new DecodeGraphs(gpu, enqueue, {
-    sizes: [B],
-    maxPagesPerSeq: pagesPerSeq,
-    padPage: 0,
-  });
-  const batch = decodeBatch(B, context, pagesPerSeq, cfg.vocabSize);
+  const batch = decodeBatch(B, context, pagesPerSeq, cfg.vocabSize, PAGE);
   // Experts actually touched at this batch (for the bytes of the roofline).
   const routed = await step({ ...batch, captureRoutedExperts: true });
   let distinct = 0;
@@ -111,22 +91,7 @@ async function timeDecode(
     await step(batch);
     eager.push(performance.now() - t0);
   }
-  const padded = padDecodeBatch(batch, B, 0, pagesPerSeq);
-  const graph = await graphs.graphFor(padded);
-  gpu.metaStore.stage(padded);
-  const dev = gpu.dev;
-  const a = dev.createEvent();
-  const b = dev.createEvent();
-  const ms: number[] = [];
-  graph.launch();
-  for (let r = 0; r < 20; r++) {
-    dev.record(a);
-    graph.launch();
-    dev.record(b);
-    ms.push(dev.elapsed(a, b));
-  }
-  graphs.destroy();
-  gpu.free(logitsBuf);
+  const graphMs = await timeGraphStep(gpu, model, kv, batch, pagesPerSeq);
   const w = decodeWeightBytes(cfg, B, true);
   const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * 2;
   // distinct counts the fused shared expert id too: it is one of the ids of every row.
@@ -137,7 +102,6 @@ async function timeDecode(
   );
   const kvBytes = B * (context + 1) * kvPerToken;
   const rooflineMs = ((weightBytes + kvBytes) / (ceil.copyTBs * 1e12)) * 1e3;
-  const graphMs = median(ms);
   return {
     profile: Object.fromEntries(prof.map(([k, v]) => [k, Number(v.toFixed(4))])),
     batch: B,
@@ -234,7 +198,7 @@ async function main(): Promise<void> {
   const ceil = smoke(gpu);
   const cfg = realConfig(numMoe);
   const t0 = performance.now();
-  const weights = buildGpuWeights(gpu, cfg, true);
+  const weights = await buildGpuWeights(gpu, cfg, true);
   console.log(
     `built ${cfg.numLayers}-layer real-dimension weights on the GPU in ${(performance.now() - t0).toFixed(0)} ms; ${(gpu.dev.bytesAllocated / 2 ** 30).toFixed(1)} GiB allocated`,
   );

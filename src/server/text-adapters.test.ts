@@ -17,6 +17,16 @@ describe('byteTokenizer', () => {
     expect(d.feed([b!, 255])).toBe('é');
     expect(d.flush()).toBe('');
   });
+
+  it('ids past the bytes (a dummy real-vocabulary model) decode as <id>, EOS still skipped', () => {
+    const big = byteTokenizer(200064, 200020);
+    expect(big.decode([0x61, 256, 199999, 200020], { skipSpecialTokens: true })).toBe(
+      'a<256><199999>',
+    );
+    const d = big.createDecoder({ skipSpecialTokens: true });
+    expect(d.feed([200020])).toBe('');
+    expect(d.feed([1234])).toBe('<1234>');
+  });
 });
 
 describe('chatRenderer', () => {

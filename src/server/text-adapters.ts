@@ -33,12 +33,22 @@ export function adaptTokenizer(tok: Tokenizer): ServerTokenizer {
 /**
  * Bytes as tokens (id = byte value) with one special id, `eosId`, decoded as nothing when
  * special tokens are skipped. For checkpoints that ship no tokenizer, such as a random tiny
- * model whose vocabulary is 256 with EOS 255 (a byte UTF-8 never uses).
+ * model whose vocabulary is 256 with EOS 255 (a byte UTF-8 never uses), or a real-dimension
+ * `--load-format dummy` model: ids from 256 up have no byte and decode as `<id>`, so every
+ * generated token shows as text (and streams as its own event).
  */
 export function byteTokenizer(vocabSize: number, eosId: number): ServerTokenizer {
   const text = new TextDecoder();
-  const bytes = (ids: readonly number[], skip: boolean) =>
-    Uint8Array.from(ids.filter((id) => id < 256 && !(skip && id === eosId)));
+  const enc = new TextEncoder();
+  const bytes = (ids: readonly number[], skip: boolean) => {
+    const out: number[] = [];
+    for (const id of ids) {
+      if (skip && id === eosId) continue;
+      if (id < 256) out.push(id);
+      else out.push(...enc.encode(`<${id}>`));
+    }
+    return Uint8Array.from(out);
+  };
   const self: ServerTokenizer = {
     vocabSize,
     maxCharsPerToken: 1, // one token per UTF-8 byte, and a UTF-16 unit is at least one byte

@@ -1,11 +1,12 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,golden,sampler,engine]
+ *        [--only smoke,ops,golden,sampler,engine,load]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
  * 4. the GPU sampler against the host sampler (sampler-check.ts), 5. greedy tokens through the
- * engine with CUDA graphs, with --enforce-eager and on the CPU (engine-check.ts).
+ * engine with CUDA graphs, with --enforce-eager and on the CPU (engine-check.ts),
+ * 6. streamed and dummy loading on CUDA versus CPU, and the NaN/Inf scan (load-check.ts).
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { type Row, printTable } from './check-util.js';
 import { checkEngineGreedy } from './engine-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
+import { checkLoading } from './load-check.js';
 import { checkOps } from './op-check.js';
 import { checkSampler } from './sampler-check.js';
 import { smoke } from './smoke.js';
@@ -27,7 +29,7 @@ function arg(name: string, fallback: string): string {
 async function main(): Promise<void> {
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
-  const only = new Set(arg('only', 'smoke,ops,golden,sampler,engine').split(','));
+  const only = new Set(arg('only', 'smoke,ops,golden,sampler,engine,load').split(','));
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
   const result: Record<string, unknown> = {};
@@ -62,6 +64,11 @@ async function main(): Promise<void> {
   if (only.has('engine')) {
     const rows = await checkEngineGreedy(golden, await createCudaBackend({ float32: true }));
     printTable('engine: CUDA graphs / eager / CPU greedy tokens (f32 mode)', rows);
+    all.push(...rows);
+  }
+  if (only.has('load')) {
+    const rows = await checkLoading(cpu, gpu, await createCudaBackend({ float32: true }));
+    printTable('loading: streamed and dummy loads on CUDA vs CPU, NaN/Inf scan', rows);
     all.push(...rows);
   }
   result['rows'] = all;

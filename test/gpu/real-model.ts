@@ -1,8 +1,9 @@
 /**
  * A MiniMax-M3 model with the real dimensions (hidden 6144, 64/4 heads, 128 experts top-4,
  * expert width 3072, dense width 12288, vocab 200064), 3 dense + N MoE layers, with random
- * weights generated ON the GPU (hash-based fill, init scales as the checkpoint layer's
- * init-random: 1/sqrt(fan_in) for linears, 1 for the embedding, 0.05 for norms, 0.01 biases).
+ * weights generated ON the GPU by the library's dummy loader (src/model/weights/dummy-source.ts:
+ * hash-based fill, init-random's scales: 1/sqrt(fan_in) for linears, 1 for the embedding,
+ * 0.05 for norms, 0.01 biases).
  *
  * The CPU reference gets the same (bf16-rounded) weights copied back from the GPU, except the
  * experts: a real MoE layer holds 4.8e9 expert parameters, more than one Float32Array can, so
@@ -12,12 +13,13 @@ import type { Backend, ExpertWeights, MoeOptions } from '../../src/backend/backe
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { parseModelConfig, type ModelConfig } from '../../src/config/model-config.js';
-import type {
-  AttentionWeights,
-  LayerWeights,
-  MlpWeights,
-  ModelWeights,
+import {
+  loadModelWeights,
+  type MlpWeights,
+  type ModelWeights,
 } from '../../src/model/minimax-m3/weights.js';
+import { DummyWeightSource } from '../../src/model/weights/dummy-source.js';
+import { SINGLE_RANK } from '../../src/parallel/parallel-layout.js';
 import { PRESETS, withNumLayers } from '../../src/model/weights/random-presets.js';
 import type { DType } from '../../src/tensor/dtype.js';
 import type { Shape } from '../../src/tensor/shape.js';
@@ -27,71 +29,19 @@ export function realConfig(numMoeLayers: number): ModelConfig {
   return parseModelConfig(withNumLayers(PRESETS['minimax-m3']!(), 3 + numMoeLayers), 'real-dims');
 }
 
-/** Builds every weight on the GPU; `fuse` puts the shared expert in as expert id E. */
-export function buildGpuWeights(
+/**
+ * Builds every weight on the GPU with the library's dummy loader (`--load-format dummy`:
+ * init-random's scales, hash fill on the device); `fuse` puts the shared expert in as expert id E.
+ */
+export async function buildGpuWeights(
   gpu: CudaBackend,
   cfg: ModelConfig,
   fuse: boolean,
   seed = 1,
-): ModelWeights {
-  let n = seed * 1000;
-  const make = (shape: Shape, dtype: DType, std: number): Tensor => {
-    const t = gpu.alloc(shape, dtype);
-    gpu.fillRandom(t, n++, std * Math.sqrt(3));
-    return t;
-  };
-  const lin = (out: number, inn: number): Tensor => make([out, inn], 'bf16', 1 / Math.sqrt(inn));
-  const norm = (d: number): Tensor => make([d], 'f32', 0.05);
-  const { hiddenSize: D, headDim: Dh, numHeads: H, numKvHeads: Hkv, vocabSize: V } = cfg;
-  const mlp = (I: number): MlpWeights => ({ gateUp: lin(2 * I, D), down: lin(D, I) });
-  const layers: LayerWeights[] = [];
-  for (let i = 0; i < cfg.numLayers; i++) {
-    const sparse = cfg.sparseLayers[i] && cfg.sparse;
-    const Di = cfg.sparse?.indexDim ?? 0;
-    const attn: AttentionWeights = {
-      qProj: lin(H * Dh, D),
-      kProj: lin(Hkv * Dh, D),
-      vProj: lin(Hkv * Dh, D),
-      oProj: lin(D, H * Dh),
-      qNorm: norm(Dh),
-      kNorm: norm(Dh),
-      index: sparse
-        ? { qProj: lin(Hkv * Di, D), kProj: lin(Di, D), qNorm: norm(Di), kNorm: norm(Di) }
-        : null,
-    };
-    let moe: LayerWeights['moe'] = null;
-    if (cfg.moeLayers[i]) {
-      const E = cfg.numExperts;
-      const I = cfg.moeIntermediateSize;
-      const slabs = E + (fuse ? 1 : 0);
-      const experts: ExpertWeights = {
-        gateUp: make([slabs, 2 * I, D], 'bf16', 1 / Math.sqrt(D)),
-        down: make([slabs, D, I], 'bf16', 1 / Math.sqrt(I)),
-        firstExpert: 0,
-        numLocalExperts: slabs,
-      };
-      moe = {
-        gate: make([E, D], 'f32', 1 / Math.sqrt(D)),
-        bias: make([E], 'f32', 0.01),
-        experts,
-        shared: fuse ? null : mlp(cfg.sharedIntermediateSize),
-      };
-    }
-    layers.push({
-      inputNorm: norm(D),
-      postAttnNorm: norm(D),
-      attn,
-      mlp: cfg.moeLayers[i] ? null : mlp(cfg.denseIntermediateSize),
-      moe,
-    });
-  }
-  const w: ModelWeights = {
-    embed: make([V, D], 'bf16', 1),
-    norm: norm(D),
-    lmHead: lin(V, D),
-    layers,
-  };
-  gpu.synchronize();
+): Promise<ModelWeights> {
+  const src = new DummyWeightSource(cfg, gpu, seed);
+  const w = loadModelWeights(src, gpu, { parallel: SINGLE_RANK, fuseSharedExperts: fuse });
+  await src.load();
   return w;
 }
 

@@ -31,6 +31,8 @@ import { moe, routerTopK, skinnyGemm } from './moe-ops.js';
 import type { OpContext } from './op-context.js';
 import { Workspace } from './workspace.js';
 import { readEnv } from '../../config/env.js';
+import type { WeightUploader, WeightUploaderOptions } from '../weight-uploader.js';
+import { CudaWeightUploader } from './cuda-weight-uploader.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
@@ -380,6 +382,11 @@ export class CudaBackend implements Backend {
 
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {
     ew.gatherLogitRows(this.ctx, out, x, meta as CudaBatchMeta);
+  }
+
+  /** Pinned staging ring and async copies for streamed checkpoint loads. */
+  weightUploader(o: WeightUploaderOptions): WeightUploader {
+    return new CudaWeightUploader(this.ctx, (dst, data) => this.write(dst, data), o);
   }
 
   /** Fills a bf16/f32 tensor with offset + scale·U(−1, 1) on the device (random checkpoints). */

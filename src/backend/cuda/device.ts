@@ -125,6 +125,10 @@ export class CudaDevice {
     );
   }
 
+  freePinned(p: PinnedBuffer): void {
+    this.check.cu(this.libs.cu.cuMemFreeHost(p.handle), 'cuMemFreeHost');
+  }
+
   /** Synchronous upload from JS memory (waits for the stream first). */
   upload(dst: number, src: ArrayBufferView, bytes = src.byteLength): void {
     this.sync();
@@ -245,10 +249,20 @@ export class CudaDevice {
       );
   }
 
-  createEvent(): unknown {
+  /** `timing` false: CU_EVENT_DISABLE_TIMING, cheaper for pure ordering. */
+  createEvent(timing = true): unknown {
     const e: [unknown] = [null];
-    this.check.cu(this.libs.cu.cuEventCreate(e, 0), 'cuEventCreate');
+    this.check.cu(this.libs.cu.cuEventCreate(e, timing ? 0 : 2), 'cuEventCreate');
     return e[0];
+  }
+
+  destroyEvent(ev: unknown): void {
+    this.check.cu(this.libs.cu.cuEventDestroy(ev), 'cuEventDestroy');
+  }
+
+  /** Blocks until `ev`'s recorded work is done. */
+  waitEvent(ev: unknown): void {
+    this.check.cu(this.libs.cu.cuEventSynchronize(ev), 'cuEventSynchronize');
   }
 
   record(ev: unknown): void {

@@ -1,0 +1,72 @@
+/**
+ * The decode step as a replayed CUDA graph (device time between CUDA events, median), shared
+ * by bench:gpu and bench:serve-gpu so both quote the same number for a model and batch.
+ */
+import type { ForwardBatch } from '../src/backend/forward-batch.js';
+import type { CudaBackend } from '../src/backend/cuda/cuda-backend.js';
+import { DecodeGraphs, padDecodeBatch } from '../src/backend/cuda/decode-graphs.js';
+import type { KvCache } from '../src/model/minimax-m3/kv-cache.js';
+import type { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
+import { median } from '../test/gpu/check-util.js';
+
+/** B sequences, each `context` tokens cached, one new token; pages 1.. (page 0 pads). */
+export function decodeBatch(
+  B: number,
+  context: number,
+  pagesPerSeq: number,
+  vocab: number,
+  pageSize: number,
+): ForwardBatch {
+  return {
+    tokenIds: Int32Array.from({ length: B }, (_, i) => (i * 7919 + 13) % vocab),
+    seqs: Array.from({ length: B }, (_, s) => ({
+      numCached: context,
+      numNew: 1,
+      pageTable: Int32Array.from({ length: pagesPerSeq }, (_, p) => 1 + s * pagesPerSeq + p),
+    })),
+    pageSize,
+    logitsFor: 'last',
+  };
+}
+
+/**
+ * Captures the decode step of `batch` (logits into a device buffer, as the engine's graphs do)
+ * and returns the median of `iters` replays in ms.
+ */
+export async function timeGraphStep(
+  gpu: CudaBackend,
+  model: MiniMaxM3Model,
+  kv: KvCache,
+  batch: ForwardBatch,
+  pagesPerSeq: number,
+  iters = 20,
+): Promise<number> {
+  const B = batch.seqs.length;
+  const logitsBuf = gpu.alloc([B, model.cfg.vocabSize], 'f32'); // [B, V]
+  const enqueue = (b: ForwardBatch) => model.forwardInto(b, kv, logitsBuf).then(() => {});
+  const graphs = new DecodeGraphs(gpu, enqueue, {
+    sizes: [B],
+    maxPagesPerSeq: pagesPerSeq,
+    padPage: 0,
+  });
+  try {
+    const padded = padDecodeBatch(batch, B, 0, pagesPerSeq);
+    const graph = await graphs.graphFor(padded);
+    gpu.metaStore.stage(padded);
+    const dev = gpu.dev;
+    const a = dev.createEvent();
+    const b = dev.createEvent();
+    const ms: number[] = [];
+    graph.launch();
+    for (let r = 0; r < iters; r++) {
+      dev.record(a);
+      graph.launch();
+      dev.record(b);
+      ms.push(dev.elapsed(a, b));
+    }
+    return median(ms);
+  } finally {
+    graphs.destroy();
+    gpu.free(logitsBuf);
+  }
+}
