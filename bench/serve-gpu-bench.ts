@@ -15,10 +15,9 @@
  * --load-dir on local disk, written once, and two timed loads of it (load-bench.js).
  * Prints one table per model and writes serve-gpu-bench.json / .md under --out ($OUT or .).
  *
- * Timing conventions: TTFT / ITL / TPOT follow vLLM's chunk convention (every chunk with a
- * choice counts, text or not: a random model's tokens are mostly empty text under the byte
- * tokenizer). Tokens per SSE event = completion tokens / token-carrying chunks (all choice
- * chunks but the closing finish_reason chunk), from the stream itself.
+ * Metrics are `bench serve`'s (SGLang conventions: a chunk counts when it carries text; the
+ * dummy model's byte tokenizer shows every id past 255 as `<id>`, so each token is text).
+ * Tokens per SSE event and the lower bound on one-token events come from the stream itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -27,7 +26,8 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { BenchRequest } from '../src/bench/bench-dataset.js';
-import { runBenchmark, type BenchRunResult } from '../src/bench/bench-runner.js';
+import type { BenchMetrics } from '../src/bench/bench-metrics.js';
+import { runBenchmark } from '../src/bench/bench-runner.js';
 import { SeededRng } from '../src/bench/seeded-rng.js';
 import { PRESETS, withNumLayers } from '../src/model/weights/random-presets.js';
 
@@ -53,6 +53,8 @@ interface Row {
   itlP50: number;
   itlOverTpot: number;
   tokensPerEvent: number;
+  /** Lower bound on the share of events carrying exactly one token (bench serve's). */
+  oneTokenEventsMin: number;
   outputTokPerS: number;
   ttftP50: number;
 }
@@ -125,15 +127,7 @@ function prompts(n: number, len: number, out: number, seed: number): BenchReques
   }));
 }
 
-function rowOf(c: number, n: number, r: BenchRunResult, graphMs: number): Row {
-  const m = r.metrics;
-  let tokens = 0;
-  let events = 0;
-  for (const rec of r.records) {
-    if (!rec.success) continue;
-    tokens += rec.outputTokens ?? 0;
-    events += Math.max(0, rec.choiceTimes.length - 1); // the last choice chunk only finishes
-  }
+function rowOf(c: number, n: number, m: BenchMetrics, graphMs: number): Row {
   return {
     concurrency: c,
     prompts: n,
@@ -145,7 +139,8 @@ function rowOf(c: number, n: number, r: BenchRunResult, graphMs: number): Row {
     tpotOverGraph: m.tpot.median / graphMs,
     itlP50: m.itl.median,
     itlOverTpot: m.itl.median / m.tpot.median,
-    tokensPerEvent: tokens / Math.max(1, events),
+    tokensPerEvent: m.tokensPerEvent,
+    oneTokenEventsMin: m.oneTokenEventsMin,
     outputTokPerS: m.outputThroughput,
     ttftP50: m.ttft.median,
   };
@@ -156,11 +151,11 @@ function table(title: string, rows: Row[]): string {
   return [
     `### ${title}`,
     '',
-    '| concurrency | prompts | served TPOT p50 ms | graph step ms | TPOT / graph | ITL p50 ms | ITL p50 / TPOT p50 | tokens per SSE event | output tok/s | TTFT p50 ms |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| concurrency | prompts | served TPOT p50 ms | graph step ms | TPOT / graph | ITL p50 ms | ITL p50 / TPOT p50 | tokens per SSE event | 1-token events ≥ | output tok/s | TTFT p50 ms |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.concurrency} | ${r.completed}/${r.prompts} | ${f(r.tpotP50)} | ${f(r.graphMs, 3)} | ${f(r.tpotOverGraph)} | ${f(r.itlP50)} | ${f(r.itlOverTpot)} | ${f(r.tokensPerEvent, 3)} | ${f(r.outputTokPerS, 0)} | ${f(r.ttftP50, 1)} |`,
+        `| ${r.concurrency} | ${r.completed}/${r.prompts} | ${f(r.tpotP50)} | ${f(r.graphMs, 3)} | ${f(r.tpotOverGraph)} | ${f(r.itlP50)} | ${f(r.itlOverTpot)} | ${f(r.tokensPerEvent, 3)} | ${(100 * r.oneTokenEventsMin).toFixed(1)}% | ${f(r.outputTokPerS, 0)} | ${f(r.ttftP50, 1)} |`,
     ),
     '',
   ].join('\n');
@@ -198,9 +193,9 @@ async function benchModel(
         ignoreEos: true,
         temperature: 0,
         timeoutMs: 600_000,
-        convention: 'vllm',
+        convention: 'sglang',
       });
-      const row = rowOf(c, n, result, graph.find((g) => g.batch === c)?.graphMs ?? NaN);
+      const row = rowOf(c, n, result.metrics, graph.find((g) => g.batch === c)?.graphMs ?? NaN);
       console.log(`3 dense + ${numMoe} MoE, concurrency ${c}: ${JSON.stringify(row)}`);
       rows.push(row);
     }
