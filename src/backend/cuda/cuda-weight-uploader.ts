@@ -4,6 +4,8 @@ import { DTYPE_BYTES } from '../../tensor/dtype.js';
 import { cuda } from './cuda-tensor.js';
 import type { PinnedBuffer } from './device.js';
 import * as ew from './elementwise-ops.js';
+import { launchKernel } from './kernel-launch.js';
+import { COUNT_NONFINITE } from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 const B256: [number, number, number] = [256, 1, 1];
@@ -95,9 +97,9 @@ export class CudaWeightUploader implements WeightUploader {
   }
 
   private scan(ptr: number, dtype: RawWeightDType, n: number, id: number): void {
-    const fn = this.ctx.kernels.fn('weights', `count_nonfinite_${letter(dtype)}`);
-    const grid = strideGrid(this.ctx, n);
-    this.ctx.dev.launch(fn, grid, B256, 0, 'plp', ptr, n, this.counts + 4 * id);
+    const shape = { grid: strideGrid(this.ctx, n), block: B256 };
+    const args = { x: ptr, n, count: this.counts + 4 * id };
+    launchKernel(this.ctx, COUNT_NONFINITE, `count_nonfinite_${letter(dtype)}`, shape, args);
   }
 }
 

@@ -299,3 +299,11 @@ export const SAMPLE_ROWS = kernel({
   },
   launch: 'grid (sampled rows), block 1024, no dynamic smem (gpu-sampler.ts)',
 });
+
+// ------------------------------------------------------------------ kernels/weights.cu
+export const COUNT_NONFINITE = kernel({
+  file: 'weights',
+  names: variants('count_nonfinite_', B),
+  args: { x: 'ptr', n: 'i64', count: 'ptr' },
+  launch: 'grid-stride over n, block 256 (cuda-weight-uploader.ts)',
+});
