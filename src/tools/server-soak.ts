@@ -1,5 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { abusiveRequest } from './abusive-requests.js';
 
 /**
  * HTTP soak against a running server: `concurrency` clients send a mix of chat and completion
@@ -16,6 +17,8 @@ export interface HttpSoakOptions {
   readonly concurrency: number;
   /** Share of requests cut short by the client. */
   readonly abortRate: number;
+  /** Share of abusive requests (src/tools/abusive-requests.ts) mixed in; default 0. */
+  readonly abuseRate?: number;
   readonly maxTokens: number;
   readonly seed: number;
   readonly apiKey?: string;
@@ -125,8 +128,12 @@ class SoakClient {
     this.completionTokens += tokens;
   }
 
+  /** Abusive requests whose answer was not the expected one, by kind and status. */
+  readonly abuseFailures: Record<string, number> = {};
+
   /** One request; never throws (a dropped connection is counted as status "dropped"). */
   async one(): Promise<void> {
+    if (this.rand() < (this.o.abuseRate ?? 0)) return this.abusive();
     const chat = this.rand() < 0.5;
     const stream = this.rand() < 0.7;
     const cut = this.rand() < this.o.abortRate;
@@ -146,6 +153,21 @@ class SoakClient {
       await this.streamed(r, cut ? 1 + Math.floor(this.rand() * 8) : Infinity, ac);
     } catch {
       this.count(cut ? 'cut' : 'dropped', [], 0);
+    }
+  }
+
+  private async abusive(): Promise<void> {
+    this.requests++;
+    const target = {
+      url: this.o.url,
+      model: this.model,
+      ...(this.o.apiKey && { apiKey: this.o.apiKey }),
+    };
+    const r = await abusiveRequest(target, this.rand);
+    this.count(`abuse:${r.kind}:${r.status}`, [], 0);
+    if (!r.expected.includes(r.status)) {
+      const k = `${r.kind}:${r.status}`;
+      this.abuseFailures[k] = (this.abuseFailures[k] ?? 0) + 1;
     }
   }
 
@@ -229,6 +251,8 @@ export async function runHttpSoak(o: HttpSoakOptions): Promise<HttpSoakReport> {
   for (const [status, n] of Object.entries(client.statusCounts))
     if (status.startsWith('5') || status === 'dropped')
       failures.push(`${n} requests ended with ${status}`);
+  for (const [what, n] of Object.entries(client.abuseFailures))
+    failures.push(`${n} abusive requests got an unexpected answer (${what})`);
   const growth = mib(rss1 - rss0);
   if (o.rssSlackMiB !== null && rss0 > 0 && growth > o.rssSlackMiB)
     failures.push(`server RSS grew ${growth} MiB (slack ${o.rssSlackMiB} MiB)`);
@@ -254,6 +278,7 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '600' },
       concurrency: { type: 'string', default: '16' },
       'abort-rate': { type: 'string', default: '0.3' },
+      'abuse-rate': { type: 'string', default: '0.1' },
       'max-tokens': { type: 'string', default: '64' },
       seed: { type: 'string', default: '0' },
       'api-key': { type: 'string' },
@@ -265,6 +290,7 @@ async function main(): Promise<void> {
     seconds: Number(values.seconds),
     concurrency: Number(values.concurrency),
     abortRate: Number(values['abort-rate']),
+    abuseRate: Number(values['abuse-rate']),
     maxTokens: Number(values['max-tokens']),
     seed: Number(values.seed),
     ...(values['api-key'] !== undefined && { apiKey: values['api-key'] }),

@@ -14,7 +14,7 @@ beforeAll(async () => {
         delayMs: req.promptIds.length % 3,
       }),
     },
-    options: { processMetrics: true, maxConcurrentRequests: 64 },
+    options: { processMetrics: true, maxConcurrentRequests: 64, stallTimeoutMs: 1000 },
   });
 });
 afterAll(() => s.close());
@@ -26,6 +26,7 @@ describe('HTTP soak', () => {
       seconds: 3,
       concurrency: 8,
       abortRate: 0.3,
+      abuseRate: 0.2,
       maxTokens: 40,
       seed: 1,
       idleTimeoutS: 10,
@@ -35,6 +36,8 @@ describe('HTTP soak', () => {
     expect(report.ok).toBe(true);
     expect(report.requests).toBeGreaterThan(20);
     expect(report.cutShort).toBeGreaterThan(0);
+    const abusive = Object.keys(report.statusCounts).filter((k) => k.startsWith('abuse:'));
+    expect(abusive.length).toBeGreaterThan(3);
     expect(report.statusCounts['200']).toBeGreaterThan(0);
     expect(report.finishCounts['stop']! + report.finishCounts['length']!).toBeGreaterThan(0);
     expect(report.idle).toEqual({
