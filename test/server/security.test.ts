@@ -100,10 +100,10 @@ describe('API key', () => {
     expect(resolveApiKey({ file, env: 'env' })).toBe('from-file');
     expect(resolveApiKey({ env: 'env' })).toBe('env');
     expect(resolveApiKey({ env: undefined })).toBeNull();
-    expect(() => resolveApiKey({ flag: '', env: undefined })).toThrow(/--api-key: the API key is empty/);
-    expect(() => resolveApiKey({ env: ' ' })).toThrow(
-      /MOESERVE_API_KEY.*empty/,
+    expect(() => resolveApiKey({ flag: '', env: undefined })).toThrow(
+      /--api-key: the API key is empty/,
     );
+    expect(() => resolveApiKey({ env: ' ' })).toThrow(/MOESERVE_API_KEY.*empty/);
     writeFileSync(file, '\n');
     expect(() => resolveApiKey({ file, env: undefined })).toThrow(/empty/);
     expect(() => resolveApiKey({ file: join(dir, 'none'), env: undefined })).toThrow(/cannot read/);
@@ -225,5 +225,57 @@ describe('framework errors and 500s', () => {
     expect(r).toBeInstanceOf(OpenAI.InternalServerError);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/POST \/v1\/chat\/completions -> 500: device lost/);
+  });
+});
+
+describe('tool validation', () => {
+  const tool = (name: string, parameters: unknown = { type: 'object' }) => ({
+    type: 'function',
+    function: { name, parameters },
+  });
+  const withTools = (
+    tools: unknown[],
+    messages: unknown[] = [{ role: 'user', content: 'hi' }],
+  ) => ({
+    model: MODEL,
+    messages,
+    tools,
+  });
+
+  it.each([
+    [
+      'an invalid JSON Schema',
+      [tool('get_weather', { type: 'nonsense' })],
+      'tools[0].function.parameters',
+      /"get_weather".*not a valid JSON Schema/,
+    ],
+    ['a duplicate name', [tool('f'), tool('f')], 'tools[1].function.name', /given twice/],
+    ['a name with markup', [tool('f<mm:think>')], 'tools[0].function.name', /is invalid/],
+    ['a name that is too long', [tool('f'.repeat(65))], 'tools[0].function.name', /is invalid/],
+  ])('refuses %s with 400 naming the tool', async (_what, tools, param, re) => {
+    s ??= await startTestServer({ engine: { respond } });
+    const r = await s.post('/v1/chat/completions', withTools(tools));
+    expect(r.status).toBe(400);
+    const e = (await r.json()) as { error: { param: string; message: string } };
+    expect(e.error.param).toBe(param);
+    expect(e.error.message).toMatch(re);
+  });
+
+  it('needs tool_call_id on tool messages', async () => {
+    s = await startTestServer({ engine: { respond } });
+    const msgs = [
+      { role: 'user', content: 'hi' },
+      { role: 'tool', content: '{"t": 1}' },
+    ];
+    const r = await s.post('/v1/chat/completions', withTools([tool('f')], msgs));
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { param: string } }).error.param).toBe(
+      'messages[1].tool_call_id',
+    );
+    const ok = await s.post('/v1/chat/completions', {
+      ...withTools([tool('f')], [msgs[0], { ...msgs[1], tool_call_id: 'call_0' }]),
+      tool_choice: 'none', // the test server has no tool-call parser
+    });
+    expect(ok.status).toBe(200);
   });
 });

@@ -4,6 +4,12 @@ import type { ChatRequest, CompletionRequest, PromptInput, SamplingRequest } fro
 import { readLogitBias } from './logit-bias.js';
 import { readResponseFormat } from './response-format.js';
 import { readMessages, readToolChoice, readTools } from './validate-messages.js';
+import { checkToolMessages, checkTools } from './validate-tools.js';
+
+function checkedMessages<T extends Parameters<typeof checkToolMessages>[0]>(m: T): T {
+  checkToolMessages(m);
+  return m;
+}
 
 /** What validation needs to know about the server. */
 export interface ValidationContext {
@@ -110,10 +116,11 @@ export function validateChatRequest(body: unknown, ctx: ValidationContext): Chat
   if (top !== undefined && top > 0 && !wantLogprobs)
     r.fail('top_logprobs', 'needs "logprobs" to be true');
   const tools = readTools(r);
+  checkTools(tools);
   return {
     ...sampling,
     model: r.string('model'),
-    messages: readMessages(r),
+    messages: checkedMessages(readMessages(r)),
     logprobs: wantLogprobs ? (top ?? 0) : null,
     tools,
     toolChoice: readToolChoice(r, tools),
