@@ -54,6 +54,10 @@ export const SERVE_LIMITS_OPTIONS: Record<string, OptionSpec> = {
       'share of batch slots and KV pages one request (its choices together) may hold while others wait; 1 = off',
     valueName: 'F',
   },
+  'allow-special-tokens-in-content': {
+    type: 'boolean',
+    description: 'read special-token strings in message text as special tokens (default: as text)',
+  },
   'timeout-headers': {
     type: 'string',
     default: seconds(D.headersTimeoutMs),
@@ -137,5 +141,6 @@ export function serveLimits(
     keepAliveTimeoutMs: ms(values, 'timeout-keep-alive', D.keepAliveTimeoutMs),
     stallTimeoutMs: ms(values, 'timeout-stall', D.stallTimeoutMs),
     shutdownTimeoutMs: ms(values, 'shutdown-timeout', D.shutdownTimeoutMs),
+    allowSpecialTokensInContent: values['allow-special-tokens-in-content'] === true,
   };
 }

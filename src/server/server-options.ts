@@ -34,6 +34,11 @@ export interface ServerOptions {
   readonly stallTimeoutMs: number;
   /** How long a graceful shutdown waits for requests in flight before cutting them off. */
   readonly shutdownTimeoutMs: number;
+  /**
+   * Read special-token strings in message text as special tokens (by default they are text,
+   * so a client cannot forge the chat format's markers).
+   */
+  readonly allowSpecialTokensInContent: boolean;
   /** Where server errors (5xx) are reported whether or not request logging is on. */
   readonly logError: (line: string) => void;
 }
@@ -67,5 +72,6 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = Object.freeze({
   keepAliveTimeoutMs: 5_000,
   stallTimeoutMs: 60_000,
   shutdownTimeoutMs: 30_000,
+  allowSpecialTokensInContent: false,
   logError: (line: string) => console.error(line),
 });

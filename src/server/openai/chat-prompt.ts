@@ -1,5 +1,6 @@
 import { badRequest } from '../errors.js';
 import { checkTextLength } from '../generation.js';
+import { ContentSpecials } from './content-specials.js';
 import type { ServerContext } from '../server-context.js';
 import type { ToolCallParserInit } from '../server-deps.js';
 import {
@@ -44,11 +45,15 @@ function toolParserInit(ctx: ServerContext, req: ChatRequest): ToolCallParserIni
   return { tools: req.tools, toolChoice: req.toolChoice, stream: req.stream };
 }
 
-function render(ctx: ServerContext, req: ChatRequest): string {
+function render(
+  ctx: ServerContext,
+  req: ChatRequest,
+  messages: ChatRequest['messages'] = req.messages,
+): string {
   if (!ctx.chatTemplate)
     throw badRequest('This model has no chat template; use /v1/completions instead.', 'messages');
   try {
-    return ctx.chatTemplate(req.messages, {
+    return ctx.chatTemplate(messages, {
       tools: promptTools(req),
       addGenerationPrompt: req.addGenerationPrompt,
       kwargs: req.chatTemplateKwargs,
@@ -87,13 +92,19 @@ function constraintPlan(
 /** Renders, plans a forced call (grammar, else prefill) or response_format, and tokenizes. */
 export function buildChatPrompt(ctx: ServerContext, req: ChatRequest): ChatPrompt {
   const toolInit = toolParserInit(ctx, req);
-  const text = render(ctx, req);
+  const specials = ctx.options.allowSpecialTokensInContent
+    ? null
+    : new ContentSpecials(ctx.tokenizer.specialTokens);
+  const rendered = render(ctx, req, specials?.protect(req.messages));
+  const text = specials ? specials.restore(rendered) : rendered;
   const constraint = constraintPlan(ctx, req, toolInit, text);
   const forced = toolInit !== null && req.toolChoice !== 'auto' && constraint?.param !== 'tools';
   const prefill = forced
     ? (ctx.parsers.toolChoicePrefill?.({ ...toolInit, promptText: text }) ?? '')
     : '';
   checkTextLength(ctx, text + prefill, 'messages');
-  const ids = ctx.tokenizer.encode(text + prefill, { addSpecialTokens: false });
+  const ids = specials
+    ? specials.encode(ctx.tokenizer, rendered + prefill)
+    : ctx.tokenizer.encode(text + prefill, { addSpecialTokens: false });
   return { text, prefill, ids, toolInit, constraint };
 }
