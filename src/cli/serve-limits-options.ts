@@ -56,7 +56,7 @@ export const SERVE_LIMITS_OPTIONS: Record<string, OptionSpec> = {
   },
   'allow-special-tokens-in-content': {
     type: 'boolean',
-    description: 'read special-token strings in message text as special tokens (default: as text)',
+    description: 'read special-token strings in message text as special tokens, not as text',
   },
   'timeout-headers': {
     type: 'string',
