@@ -2,7 +2,8 @@
  * Real-dimension MiniMax-M3 on one GPU (weights generated on the device, see
  * test/gpu/real-model.ts): correctness against the CPU backend, then prefill and decode timings.
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
- *        [--batches 1,8,32,64,128] [--prefill 2048] [--skip-check] [--out DIR]
+ *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
+ *        [--prefill-attention tensor-cores|scalar]
  * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -163,7 +164,7 @@ async function timePrefill(
 function markdown(
   cfg: ModelConfig,
   ceil: Ceilings,
-  prefill: Record<string, number>,
+  prefills: Record<string, number>[],
   rows: DecodeRow[],
   context: number,
   check: unknown,
@@ -172,7 +173,10 @@ function markdown(
     `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${cfg.numLayers - 3} MoE), bf16, shared expert fused (129 x top-5).`,
     `Ceilings measured in the same run: cuBLAS bf16 GEMM 8192^3 ${ceil.gemmTflops.toFixed(0)} TFLOP/s, device copy ${ceil.copyTBs.toFixed(2)} TB/s.`,
     '',
-    `Prefill ${prefill['tokens']} tokens: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s = ${(100 * prefill['fractionOfGemm']!).toFixed(0)}% of the measured GEMM rate.`,
+    ...prefills.map(
+      (prefill) =>
+        `Prefill ${prefill['tokens']} tokens: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s = ${(100 * prefill['fractionOfGemm']!).toFixed(0)}% of the measured GEMM rate.`,
+    ),
     '',
     `Decode (context ${context} per sequence, CUDA graph replay, device time, median of 20):`,
     '',
@@ -193,8 +197,11 @@ async function main(): Promise<void> {
   const numMoe = Number(arg('moe-layers', '5'));
   const context = Number(arg('context', '1024'));
   const batches = arg('batches', '1,8,32,64,128').split(',').map(Number);
-  const prefillT = Number(arg('prefill', '2048'));
-  const gpu = await createCudaBackend();
+  const prefillTs = arg('prefill', '2048').split(',').map(Number);
+  const prefillAttention = arg('prefill-attention', 'tensor-cores');
+  if (prefillAttention !== 'tensor-cores' && prefillAttention !== 'scalar')
+    throw new Error(`--prefill-attention must be tensor-cores or scalar, not ${prefillAttention}`);
+  const gpu = await createCudaBackend({ prefillAttention });
   const ceil = smoke(gpu);
   const cfg = realConfig(numMoe);
   const t0 = performance.now();
@@ -212,13 +219,17 @@ async function main(): Promise<void> {
     gpu,
     cfg,
     { tpRank: 0, tpSize: 1 },
-    1 + Math.max(maxB * pagesPerSeq, Math.ceil(prefillT / PAGE)),
+    1 + Math.max(maxB * pagesPerSeq, Math.ceil(Math.max(...prefillTs) / PAGE)),
     PAGE,
   );
-  const prefill = await timePrefill(gpu, model, kv, prefillT, ceil);
-  console.log(
-    `prefill ${prefillT}: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`,
-  );
+  const prefills: Record<string, number>[] = [];
+  for (const T of prefillTs) {
+    const prefill = await timePrefill(gpu, model, kv, T, ceil);
+    console.log(
+      `prefill ${T} (${prefillAttention} attention): ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`,
+    );
+    prefills.push(prefill);
+  }
   const rows: DecodeRow[] = [];
   for (const B of batches) {
     const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil);
@@ -230,9 +241,21 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   writeFileSync(
     join(out, 'gpu-bench.json'),
-    JSON.stringify({ ceil, prefill, decode: rows, check, context, layers: cfg.numLayers }, null, 2),
+    JSON.stringify(
+      {
+        ceil,
+        prefillAttention,
+        prefill: prefills,
+        decode: rows,
+        check,
+        context,
+        layers: cfg.numLayers,
+      },
+      null,
+      2,
+    ),
   );
-  const md = markdown(cfg, ceil, prefill, rows, context, check);
+  const md = markdown(cfg, ceil, prefills, rows, context, check);
   writeFileSync(join(out, 'gpu-bench.md'), md);
   console.log(`\n${md}`);
 }

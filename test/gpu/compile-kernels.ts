@@ -22,6 +22,7 @@ const VARIANTS: Record<string, Record<string, string | number>[]> = {
     { ATTN_T: 'float', ATTN_MH: 4, ATTN_MD: 4 },
     { ATTN_T: 'float', ATTN_MH: 1, ATTN_MD: 1 },
   ],
+  'attention-prefill': [{ FA_DH: 128 }],
 };
 
 function arg(name: string): string | undefined {

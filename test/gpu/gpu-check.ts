@@ -18,6 +18,7 @@ import { checkEngineGreedy } from './engine-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
 import { checkOps } from './op-check.js';
+import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkSampler } from './sampler-check.js';
 import { smoke } from './smoke.js';
 
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
   const all: Row[] = [];
   if (only.has('smoke')) result['ceilings'] = smoke(gpu);
   if (only.has('ops')) {
-    const rows = checkOps(cpu, gpu);
+    const rows = [...checkOps(cpu, gpu), ...checkPrefillAttention(cpu, gpu)];
     printTable('ops: CUDA vs CPU', rows);
     all.push(...rows);
   }

@@ -4,7 +4,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import { cuda, letter } from './cuda-tensor.js';
 import { launchKernel } from './kernel-launch.js';
-import { ATTENTION, ATTENTION_COMBINE, MSA_SELECT } from './kernel-table.js';
+import { ATTENTION, ATTENTION_COMBINE, ATTENTION_PREFILL, MSA_SELECT } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
 
 function pow2AtLeast(n: number, max: number, what: string): number {
@@ -14,6 +14,16 @@ function pow2AtLeast(n: number, max: number, what: string): number {
   return p;
 }
 
+/** Which kernel takes bf16 dense prefill: kernels/attention-prefill.cu or the scalar one. */
+export type PrefillAttention = 'tensor-cores' | 'scalar';
+
+/**
+ * Batches averaging at least this many tokens per sequence (prefill chunks) go to the
+ * tensor-core kernel: its 64-token tiles then run mostly full, while decode-heavy batches keep
+ * the scalar kernel's split-KV.
+ */
+export const PREFILL_TOKENS_PER_SEQ = 64;
+
 export function attention(
   ctx: OpContext,
   out: Tensor,
@@ -22,8 +32,20 @@ export function attention(
   v: Tensor,
   meta: CudaBatchMeta,
   o: AttentionOptions,
+  prefill: PrefillAttention = 'tensor-cores',
 ): void {
   const T = meta.numTokens;
+  if (
+    prefill === 'tensor-cores' &&
+    !o.blocks &&
+    out.dtype === 'bf16' &&
+    o.headDim % 16 === 0 &&
+    o.headDim <= 128 &&
+    T >= PREFILL_TOKENS_PER_SEQ * meta.numSeqs
+  ) {
+    attentionPrefill(ctx, out, q, k, v, meta, o);
+    return;
+  }
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
   const qo = cuda(out, 'attention.out', ['bf16', 'f32'], [T, H * Dh]);
   const qi = cuda(q, 'attention.q', [qo.dtype], [T, H * Dh]);
@@ -82,6 +104,49 @@ export function attention(
       splits,
     });
   }
+}
+
+/** bf16 dense causal attention on tensor cores (kernels/attention-prefill.cu). */
+function attentionPrefill(
+  ctx: OpContext,
+  out: Tensor,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  meta: CudaBatchMeta,
+  o: AttentionOptions,
+): void {
+  const T = meta.numTokens;
+  const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
+  const qo = cuda(out, 'attention.out', ['bf16'], [T, H * Dh]);
+  const qi = cuda(q, 'attention.q', ['bf16'], [T, H * Dh]);
+  const kc = cuda(k, 'attention.k', ['bf16']);
+  const vc = cuda(v, 'attention.v', ['bf16'], kc.shape);
+  if (kc.shape.length !== 3 || kc.shape[2] !== Hkv * Dh)
+    throw new Error(`attention: cache shape [${kc.shape.join(', ')}] is not [P, S, ${Hkv * Dh}]`);
+  if (H % Hkv !== 0) throw new Error(`attention: ${H} heads are not a multiple of ${Hkv} KV heads`);
+  const smem = (64 * (Dh + 8) + Dh * 72) * 2;
+  launchKernel(
+    ctx,
+    ATTENTION_PREFILL,
+    'attention_prefill',
+    { grid: [Math.ceil(T / 64), H, 1], block: [128, 1, 1], smem, defines: { FA_DH: Dh } },
+    {
+      out: qo.ptr,
+      q: qi.ptr,
+      kc: kc.ptr,
+      vc: vc.ptr,
+      positions: meta.positions,
+      seqOfToken: meta.seqOfToken,
+      pageTable: meta.pageTable,
+      pageStride: meta.pageStride,
+      T,
+      H,
+      Hkv,
+      S: kc.shape[1]!,
+      scale: o.scale,
+    },
+  );
 }
 
 export function msaSelect(

@@ -19,7 +19,7 @@ import type { ForwardBatch } from '../forward-batch.js';
 import { DTYPE_BYTES, type DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { attention, msaSelect } from './attention-ops.js';
+import { attention, msaSelect, type PrefillAttention } from './attention-ops.js';
 import { BatchMetaStore, type CudaBatchMeta } from './batch-meta.js';
 import { CublasGemm, type GemmType } from './cublas-gemm.js';
 import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
@@ -43,6 +43,11 @@ export interface CudaBackendOptions {
    * checks against the golden cases. Default false (bf16 weights and activations).
    */
   readonly float32?: boolean;
+  /**
+   * Kernel for bf16 dense prefill attention (default 'tensor-cores'; 'scalar' keeps the CUDA-core
+   * flash kernel that f32, decode and MSA-sparse attention always use), for comparisons.
+   */
+  readonly prefillAttention?: PrefillAttention;
 }
 
 /** Allocations at least this large bypass the pool (weights, KV cache, huge prefill scratch). */
@@ -58,6 +63,7 @@ export class CudaBackend implements Backend {
   private readonly pool: MemoryPool;
   private readonly exact = new Set<PoolBlock>();
   private readonly float32: boolean;
+  private readonly prefillAttention: PrefillAttention;
 
   constructor(
     readonly dev: CudaDevice,
@@ -68,6 +74,7 @@ export class CudaBackend implements Backend {
     this.pool = new MemoryPool((bytes) => dev.malloc(bytes, 'pool block'));
     this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);
     this.float32 = o.float32 ?? false;
+    this.prefillAttention = o.prefillAttention ?? 'tensor-cores';
   }
 
   /** The dtype actually stored for a requested one. */
@@ -348,7 +355,7 @@ export class CudaBackend implements Backend {
     meta: BatchMeta,
     o: AttentionOptions,
   ): void {
-    attention(this.ctx, out, q, k, v, meta as CudaBatchMeta, o);
+    attention(this.ctx, out, q, k, v, meta as CudaBatchMeta, o, this.prefillAttention);
   }
 
   msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void {

@@ -119,6 +119,29 @@ export const ATTENTION_COMBINE = kernel({
   defines: ATTN_DEFINES,
 });
 
+// ------------------------------------------------------------------ kernels/attention-prefill.cu
+export const ATTENTION_PREFILL = kernel({
+  file: 'attention-prefill',
+  names: ['attention_prefill'],
+  args: {
+    out: 'ptr',
+    q: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    H: 'i32',
+    Hkv: 'i32',
+    S: 'i32',
+    scale: 'f32',
+  },
+  launch: 'grid (ceil(T/64), H), block 128, dyn smem (64*(Dh+8) + Dh*72)*2',
+  defines: ['FA_DH'],
+});
+
 // ------------------------------------------------------------------ kernels/msa.cu
 export const MSA_SELECT = kernel({
   file: 'msa',

@@ -1,0 +1,142 @@
+/**
+ * The tensor-core prefill attention kernel (kernels/attention-prefill.cu) on random bf16 data,
+ * MiniMax-M3 shapes (64 query heads, 4 KV heads, Dh 128, page size 128), over shuffled pages:
+ * against the CPU backend on a chunked-prefill batch of four sequences (cached context, 64-row
+ * tiles spanning sequences, a one-token sequence), and against the scalar CUDA kernel (itself
+ * checked against the CPU in op-check.ts) on 2,048-token prefills too large for the CPU here.
+ */
+import type { AttentionOptions, Backend } from '../../src/backend/backend.js';
+import { attention, PREFILL_TOKENS_PER_SEQ } from '../../src/backend/cuda/attention-ops.js';
+import type { CudaBatchMeta } from '../../src/backend/cuda/batch-meta.js';
+import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
+import type { ForwardBatch } from '../../src/backend/forward-batch.js';
+import { countDiff, randArray, relErr, type Row } from './check-util.js';
+
+const H = 64;
+const HKV = 4;
+const DH = 128;
+const S = 128;
+const P = 64;
+const LIMIT = 1e-2;
+const WORST_LIMIT = 3e-2;
+const OPTS: AttentionOptions = {
+  numHeads: H,
+  numKvHeads: HKV,
+  headDim: DH,
+  scale: 1 / Math.sqrt(DH),
+  blocks: null,
+};
+
+type Spec = readonly { numCached: number; numNew: number }[];
+
+/** Pages handed out in a shuffled order (37 is coprime with P). */
+function batchOf(spec: Spec): ForwardBatch {
+  let next = 0;
+  const seqs = spec.map((s) => {
+    const pages = Math.ceil((s.numCached + s.numNew) / S);
+    const pageTable = Int32Array.from({ length: pages }, () => (next++ * 37 + 5) % P);
+    return { ...s, pageTable };
+  });
+  if (next > P) throw new Error(`prefill attention check: ${next} pages, only ${P}`);
+  const T = spec.reduce((n, s) => n + s.numNew, 0);
+  if (T < PREFILL_TOKENS_PER_SEQ * spec.length)
+    throw new Error('prefill attention check: batch would not route to the tensor-core kernel');
+  return { tokenIds: new Int32Array(T), seqs, pageSize: S, logitsFor: 'last' };
+}
+
+/** Random bf16 q and caches; q is large enough (score sd ~1.3) that the softmax is peaked. */
+function inputs(T: number, seed: number): { q: Float32Array; k: Float32Array; v: Float32Array } {
+  const n = P * S * HKV * DH;
+  return {
+    q: randArray(T * H * DH, seed, 4),
+    k: randArray(n, seed + 1),
+    v: randArray(n, seed + 2),
+  };
+}
+
+function run(be: Backend, batch: ForwardBatch, x: ReturnType<typeof inputs>): Float32Array {
+  const T = batch.tokenIds.length;
+  const meta = be.prepareBatch(batch);
+  const q = be.upload(x.q, [T, H * DH], 'bf16');
+  const k = be.upload(x.k, [P, S, HKV * DH], 'bf16');
+  const v = be.upload(x.v, [P, S, HKV * DH], 'bf16');
+  const o = be.alloc([T, H * DH], 'bf16');
+  be.attention(o, q, k, v, meta, OPTS);
+  const out = be.readF32(o);
+  for (const t of [q, k, v, o]) be.free(t);
+  return out;
+}
+
+/** Tensor-core output (through the Backend) and the scalar kernel's on the same device data. */
+function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inputs>) {
+  const T = batch.tokenIds.length;
+  const meta = gpu.prepareBatch(batch) as CudaBatchMeta;
+  const q = gpu.upload(x.q, [T, H * DH], 'bf16');
+  const k = gpu.upload(x.k, [P, S, HKV * DH], 'bf16');
+  const v = gpu.upload(x.v, [P, S, HKV * DH], 'bf16');
+  const o = gpu.alloc([T, H * DH], 'bf16');
+  const ref = gpu.alloc([T, H * DH], 'bf16');
+  gpu.attention(o, q, k, v, meta, OPTS);
+  attention(gpu.ctx, ref, q, k, v, meta, OPTS, 'scalar');
+  const out = { mma: gpu.readF32(o), scalar: gpu.readF32(ref) };
+  for (const t of [q, k, v, o, ref]) gpu.free(t);
+  return out;
+}
+
+/** The worst (token, head) row's ‖Δ‖/‖ref‖: a wrong tile edge cannot hide in the total. */
+function worstRow(a: Float32Array, b: Float32Array): number {
+  let worst = 0;
+  for (let r = 0; r < b.length / DH; r++)
+    worst = Math.max(
+      worst,
+      relErr(a.subarray(r * DH, (r + 1) * DH), b.subarray(r * DH, (r + 1) * DH)),
+    );
+  return worst;
+}
+
+function row(check: string, err: number, limit = LIMIT): Row {
+  return { check, value: err.toExponential(2), limit: limit.toExponential(0), pass: err <= limit };
+}
+
+export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
+  const rows: Row[] = [];
+  // Chunked prefill: cached context, tiles spanning 2-3 sequences, a one-token sequence.
+  const chunked = batchOf([
+    { numCached: 300, numNew: 200 },
+    { numCached: 50, numNew: 1 },
+    { numCached: 0, numNew: 130 },
+    { numCached: 129, numNew: 70 },
+  ]);
+  const x = inputs(chunked.tokenIds.length, 40);
+  const ref = run(cpu, chunked, x);
+  const both = runBoth(gpu, chunked, x);
+  rows.push(row('prefill attention TC vs CPU (4 seqs, chunked, T=401)', relErr(both.mma, ref)));
+  rows.push(row('  worst (token, head) row', worstRow(both.mma, ref), WORST_LIMIT));
+  rows.push(row('prefill attention scalar vs CPU (same batch)', relErr(both.scalar, ref)));
+  // Guards against a silent fallback: the two kernels round differently, so some bits differ.
+  const differ = countDiff(new Int32Array(both.mma.buffer), new Int32Array(both.scalar.buffer));
+  rows.push({
+    check: 'prefill attention: the tensor-core kernel ran (bits differ from scalar)',
+    value: `${differ}`,
+    limit: '>0',
+    pass: differ > 0,
+  });
+  for (const [name, spec] of [
+    ['T=2048 one sequence', [{ numCached: 0, numNew: 2048 }]],
+    [
+      'T=1925 chunked (cached 2048/500/0/37)',
+      [
+        { numCached: 2048, numNew: 1024 },
+        { numCached: 500, numNew: 600 },
+        { numCached: 0, numNew: 300 },
+        { numCached: 37, numNew: 1 },
+      ],
+    ],
+  ] as const) {
+    const b = batchOf(spec);
+    const r = runBoth(gpu, b, inputs(b.tokenIds.length, 50));
+    rows.push(row(`prefill attention TC vs scalar CUDA, ${name}`, relErr(r.mma, r.scalar)));
+    rows.push(row('  worst (token, head) row', worstRow(r.mma, r.scalar), WORST_LIMIT));
+  }
+  return rows;
+}
