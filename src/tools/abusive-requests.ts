@@ -64,6 +64,77 @@ function rawClient(t: AbuseTarget, head: string, ms: number, pause: boolean): Pr
   });
 }
 
+type Case = (t: AbuseTarget) => Promise<Omit<AbuseResult, 'kind'>>;
+
+const post = (t: AbuseTarget, body: unknown, extra: Record<string, string> = {}) =>
+  status(fetch(`${t.url}/v1/completions`, json(t, body, extra)));
+
+function rawHead(t: AbuseTarget, body: string, length = Buffer.byteLength(body)): string {
+  const auth = t.apiKey ? `Authorization: Bearer ${t.apiKey}\r\n` : '';
+  return (
+    `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+    `${auth}Content-Length: ${length}\r\n\r\n${body}`
+  );
+}
+
+const CASES: Record<(typeof KINDS)[number], Case> = {
+  'too-many-choices': async (t) => ({
+    expected: ['400'],
+    status: await post(t, { model: t.model, prompt: Array(64).fill('x'), n: 128 }),
+  }),
+  'huge-prompt': async (t) => ({
+    expected: ['400', '413'],
+    status: await post(t, { model: t.model, prompt: 'w'.repeat(4 * 2 ** 20) }),
+  }),
+  'text-plain': async (t) => ({
+    expected: ['415'],
+    status: await post(t, { model: t.model, prompt: 'x' }, { 'content-type': 'text/plain' }),
+  }),
+  'bad-json': async (t) => ({ expected: ['400'], status: await post(t, '{"model": ') }),
+  'bad-url': async (t) => ({
+    expected: ['400', '404'],
+    status: await status(fetch(`${t.url}/v1/models/%zz`)),
+  }),
+  // Without a key on the server this is an ordinary request.
+  'no-key': async (t) => ({
+    expected: t.apiKey ? ['401'] : ['200'],
+    status: await status(
+      fetch(`${t.url}/%76%31/completions?x`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: t.model, prompt: 'x', max_tokens: 2 }),
+      }),
+    ),
+  }),
+  'adversarial-stops': async (t) => {
+    const stop = Array.from(
+      { length: 64 },
+      (_, i) => 'w'.repeat(1000) + String.fromCharCode(65 + i),
+    );
+    return {
+      expected: ['200'],
+      status: await post(t, { model: t.model, prompt: 'w w w', max_tokens: 64, stop }),
+    };
+  },
+  'never-reads': async (t) => {
+    const body = JSON.stringify({
+      model: t.model,
+      prompt: 'x',
+      n: 4,
+      max_tokens: 512,
+      stream: true,
+    });
+    return {
+      expected: ['closed', 'hung-up'],
+      status: await rawClient(t, rawHead(t, body), 3000, true),
+    };
+  },
+  'slow-body': async (t) => ({
+    expected: ['closed', 'hung-up'],
+    status: await rawClient(t, rawHead(t, '{"model":', 1000), 1500, false),
+  }),
+};
+
 /**
  * One request of a kind a careless or hostile client sends: too many choices, a huge
  * prompt, a body that is not JSON, a bypass path without the key, adversarial stop strings,
@@ -72,84 +143,5 @@ function rawClient(t: AbuseTarget, head: string, ms: number, pause: boolean): Pr
  */
 export async function abusiveRequest(t: AbuseTarget, rand: () => number): Promise<AbuseResult> {
   const kind = KINDS[Math.floor(rand() * KINDS.length)]!;
-  const cmpl = `${t.url}/v1/completions`;
-  switch (kind) {
-    case 'too-many-choices':
-      return {
-        kind,
-        expected: ['400'],
-        status: await status(
-          fetch(cmpl, json(t, { model: t.model, prompt: Array(64).fill('x'), n: 128 })),
-        ),
-      };
-    case 'huge-prompt':
-      return {
-        kind,
-        expected: ['400', '413'],
-        status: await status(
-          fetch(cmpl, json(t, { model: t.model, prompt: 'w'.repeat(4 * 2 ** 20) })),
-        ),
-      };
-    case 'text-plain':
-      return {
-        kind,
-        expected: ['415'],
-        status: await status(
-          fetch(cmpl, json(t, { model: t.model, prompt: 'x' }, { 'content-type': 'text/plain' })),
-        ),
-      };
-    case 'bad-json':
-      return { kind, expected: ['400'], status: await status(fetch(cmpl, json(t, '{"model": '))) };
-    case 'bad-url':
-      return {
-        kind,
-        expected: ['400', '404'],
-        status: await status(fetch(`${t.url}/v1/models/%zz`)),
-      };
-    case 'no-key': {
-      // Without a key on the server this is an ordinary request.
-      const r = fetch(`${t.url}/%76%31/completions?x`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: t.model, prompt: 'x', max_tokens: 2 }),
-      });
-      return { kind, expected: t.apiKey ? ['401'] : ['200'], status: await status(r) };
-    }
-    case 'adversarial-stops': {
-      const stop = Array.from(
-        { length: 64 },
-        (_, i) => 'w'.repeat(1000) + String.fromCharCode(65 + i),
-      );
-      const body = { model: t.model, prompt: 'w w w', max_tokens: 64, stop };
-      return { kind, expected: ['200'], status: await status(fetch(cmpl, json(t, body))) };
-    }
-    case 'never-reads': {
-      const body = JSON.stringify({
-        model: t.model,
-        prompt: 'x',
-        n: 4,
-        max_tokens: 512,
-        stream: true,
-      });
-      const auth = t.apiKey ? `Authorization: Bearer ${t.apiKey}\r\n` : '';
-      const head =
-        `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${auth}` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-      return {
-        kind,
-        expected: ['closed', 'hung-up'],
-        status: await rawClient(t, head, 3000, true),
-      };
-    }
-    case 'slow-body': {
-      const head =
-        'POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
-        'Content-Length: 1000\r\n\r\n{"model":';
-      return {
-        kind,
-        expected: ['closed', 'hung-up'],
-        status: await rawClient(t, head, 1500, false),
-      };
-    }
-  }
+  return { kind, ...(await CASES[kind](t)) };
 }
