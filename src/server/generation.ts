@@ -8,6 +8,7 @@ import { ApiError, badRequest, modelNotFound, tooManyRequests } from './errors.j
 import type { SamplingRequest, Usage } from './openai/types.js';
 import type { ChoiceFinishReason, ChoiceSpec } from './run-choice.js';
 import type { ServerContext } from './server-context.js';
+import type { EncodeOpts } from './server-deps.js';
 import { watchStall } from './timeouts.js';
 
 /** The choice cap, checked before any tokenizing (the whole admission check runs later). */
@@ -44,6 +45,19 @@ export function checkTextLength(
     param,
     'context_length_exceeded',
   );
+}
+
+/** Inputs from this many UTF-16 units are tokenized with event-loop turns (encodeAsync). */
+export const ASYNC_ENCODE_CHARS = 32_768;
+
+/**
+ * Token ids of request text. Small inputs are tokenized synchronously (no scheduling
+ * latency); large ones through encodeAsync, so a megabyte prompt (seconds of BPE) does not
+ * hold up /health or other clients' streams. Both give the same ids.
+ */
+export function encodeText(ctx: ServerContext, text: string, opts: EncodeOpts): Promise<number[]> {
+  if (text.length < ASYNC_ENCODE_CHARS) return Promise.resolve(ctx.tokenizer.encode(text, opts));
+  return ctx.tokenizer.encodeAsync(text, opts);
 }
 
 /**

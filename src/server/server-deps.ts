@@ -12,13 +12,20 @@ export interface StreamDecoder {
   flush(): string;
 }
 
+export interface EncodeOpts {
+  readonly addSpecialTokens: boolean;
+  readonly parseSpecialTokens?: boolean;
+}
+
 export interface ServerTokenizer {
   readonly vocabSize: number;
   /**
    * `parseSpecialTokens: false` reads special-token strings as plain text (for text a client
    * wrote, which must not forge the chat format's markers); the default reads them as tokens.
    */
-  encode(text: string, opts: { addSpecialTokens: boolean; parseSpecialTokens?: boolean }): number[];
+  encode(text: string, opts: EncodeOpts): number[];
+  /** `encode`'s ids, giving the event loop turns while it works (for large inputs). */
+  encodeAsync(text: string, opts: EncodeOpts): Promise<number[]>;
   /** Most UTF-16 units one token can cover (a length check before tokenizing); null: unknown. */
   readonly maxCharsPerToken: number | null;
   /** The strings of the special tokens (turn markers and the like). */

@@ -24,6 +24,7 @@ export function adaptTokenizer(tok: Tokenizer): ServerTokenizer {
     maxCharsPerToken: tok.maxCharsPerToken,
     specialTokens,
     encode: (text, o) => tok.encode(text, o),
+    encodeAsync: (text, o) => tok.encodeAsync(text, o),
     decode: (ids, o) => tok.decode(ids, o),
     createDecoder: (o) =>
       new IncrementalDecoder(tok, { skipSpecialTokens: o.skipSpecialTokens, keepIds }),
@@ -54,6 +55,8 @@ export function byteTokenizer(vocabSize: number, eosId: number): ServerTokenizer
     maxCharsPerToken: 1, // one token per UTF-8 byte, and a UTF-16 unit is at least one byte
     specialTokens: [],
     encode: (s) => [...new TextEncoder().encode(s)],
+    // One native pass over the bytes: no BPE work to spread over event-loop turns.
+    encodeAsync: async (s) => self.encode(s, { addSpecialTokens: false }),
     decode: (ids, o) => text.decode(bytes(ids, o.skipSpecialTokens)),
     createDecoder: (o): StreamDecoder => {
       const stream = new TextDecoder();

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { AddedTokenMatcher, type AddedToken } from './added-tokens.js';
 import { BpeModel } from './bpe-model.js';
 import { byteLevelTokenBytes, toByteLevel } from './byte-level.js';
@@ -37,6 +38,10 @@ const MAX_CACHED_WORD_CHARS = 256;
 /** The word cache's budget (estimated: UTF-16 key, ids, Map entry). */
 const WORD_CACHE_BYTES = 16 * 2 ** 20;
 const CACHE_ENTRY_OVERHEAD = 96;
+/** encodeAsync gives the event loop a turn after this much work. */
+const YIELD_AFTER_MS = 5;
+/** Words of BPE between two points where encodeAsync may pause (a check of the clock). */
+const WORDS_PER_STEP = 64;
 
 /** Byte-level BPE tokenizer built from a HuggingFace tokenizer.json (GPT-2/Llama-3/Qwen family). */
 export class BpeTokenizer implements Tokenizer {
@@ -99,17 +104,46 @@ export class BpeTokenizer implements Tokenizer {
 
   encode(text: string, o: EncodeOptions = {}): number[] {
     const ids: number[] = [];
+    const steps = this.encodeSteps(text, o, ids);
+    while (!steps.next().done);
+    return (o.addSpecialTokens ?? true) ? this.postProcess(ids) : ids;
+  }
+
+  /**
+   * `encode` that gives the event loop a turn every {@link YIELD_AFTER_MS} of work. It drives
+   * the same step generator as `encode` (only the pauses differ, and the word cache changes
+   * speed, never ids), so the ids are identical by construction.
+   */
+  async encodeAsync(text: string, o: EncodeOptions = {}): Promise<number[]> {
+    const ids: number[] = [];
+    let since = performance.now();
+    for (const _ of this.encodeSteps(text, o, ids)) {
+      if (performance.now() - since < YIELD_AFTER_MS) continue;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    }
+    return (o.addSpecialTokens ?? true) ? this.postProcess(ids) : ids;
+  }
+
+  /**
+   * The encode loop, appending to `ids` and pausing (yield) every {@link WORDS_PER_STEP}
+   * words, where the caller may give the event loop a turn (the pre-tokenizer is lazy, so no
+   * step scans the whole text; the added-token split and the normalizer still do, but they
+   * are single fast passes).
+   */
+  private *encodeSteps(text: string, o: EncodeOptions, ids: number[]): Generator<void> {
     const matcher = (o.parseSpecialTokens ?? true) ? this.matcher : this.nonSpecialMatcher;
     for (const seg of matcher.split(text)) {
       if ('id' in seg) {
         ids.push(seg.id);
         continue;
       }
+      let w = 0;
       for (const word of this.preTokenize(this.normalize(seg.text))) {
         for (const id of this.encodeWord(word)) ids.push(id);
+        if (++w % WORDS_PER_STEP === 0) yield;
       }
     }
-    return (o.addSpecialTokens ?? true) ? this.postProcess(ids) : ids;
   }
 
   private encodeWord(word: string): readonly number[] {

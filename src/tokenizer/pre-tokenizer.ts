@@ -1,7 +1,11 @@
 import { onigToJsRegex } from './onig-regex.js';
 
-/** Splits normalized text into the words BPE merges within (raw text, not byte-level yet). */
-export type PreTokenizer = (text: string) => string[];
+/**
+ * Splits normalized text into the words BPE merges within (raw text, not byte-level yet).
+ * Lazy: words come as the regexes find them, so a caller can pause between them (a megabyte
+ * prompt need not be split in one blocking pass) and still get exactly the eager result.
+ */
+export type PreTokenizer = (text: string) => Iterable<string>;
 
 type SplitBehavior =
   'Removed' | 'Isolated' | 'MergedWithPrevious' | 'MergedWithNext' | 'Contiguous';
@@ -22,7 +26,7 @@ export const GPT2_PATTERN =
   "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 /** One step of the pipeline: maps each piece to zero or more pieces. */
-type Step = (piece: string) => string[];
+type Step = (piece: string) => Iterable<string>;
 
 /**
  * Builds the pre-tokenizer of a tokenizer.json. Supports ByteLevel, Split (regex or string,
@@ -55,12 +59,16 @@ export function buildPreTokenizer(config: unknown): PreTokenizer {
   if (config) add(config as PreTokenizerConfig);
   if (!byteLevel)
     throw new Error('tokenizer.json has no ByteLevel pre-tokenizer (not byte-level BPE)');
-  return (text) => {
-    let pieces = [text];
-    for (const step of steps)
-      pieces = pieces.length === 1 ? step(pieces[0]!) : pieces.flatMap(step);
-    return pieces;
-  };
+  return (text) => pipeline(text, steps, 0);
+}
+
+/** Every step applied to each piece of the previous one, in order (a lazy flatMap chain). */
+function* pipeline(piece: string, steps: readonly Step[], k: number): Generator<string> {
+  if (k === steps.length) {
+    yield piece;
+    return;
+  }
+  for (const p of steps[k]!(piece)) yield* pipeline(p, steps, k + 1);
 }
 
 function splitRegex(c: PreTokenizerConfig): RegExp {
@@ -86,17 +94,15 @@ function splitStep(re: RegExp, behavior: SplitBehavior, invert = false): Step {
 }
 
 /** Isolated split (the common case, invert irrelevant): matches and the gaps between them. */
-function isolate(text: string, re: RegExp): string[] {
-  const out: string[] = [];
+function* isolate(text: string, re: RegExp): Generator<string> {
   let last = 0;
   for (const m of text.matchAll(re)) {
     if (m[0].length === 0) continue;
-    if (m.index > last) out.push(text.slice(last, m.index));
-    out.push(m[0]);
+    if (m.index > last) yield text.slice(last, m.index);
+    yield m[0];
     last = m.index + m[0].length;
   }
-  if (last < text.length) out.push(text.slice(last));
-  return out;
+  if (last < text.length) yield text.slice(last);
 }
 
 function matchSpans(text: string, re: RegExp): Span[] {

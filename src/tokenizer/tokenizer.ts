@@ -37,6 +37,11 @@ export interface Tokenizer {
   readonly specialIds: ReadonlySet<number>;
   encode(text: string, o?: EncodeOptions): number[];
   /**
+   * The same ids as `encode`, giving the event loop a turn every few milliseconds of work: a
+   * server tokenizes megabyte prompts with it so that other requests are not held up.
+   */
+  encodeAsync(text: string, o?: EncodeOptions): Promise<number[]>;
+  /**
    * An upper bound on the UTF-16 code units one token can cover, so that
    * `text.length / maxCharsPerToken` is a lower bound on its token count (an over-long input
    * can be refused before tokenizing it); null when no such bound holds.

@@ -8,6 +8,7 @@ export const fakeTokenizer: ServerTokenizer = {
   maxCharsPerToken: 1,
   specialTokens: ['<eos>'],
   encode: (text) => [...text].map((c) => c.charCodeAt(0)),
+  encodeAsync: async (text) => [...text].map((c) => c.charCodeAt(0)),
   decode: (ids, { skipSpecialTokens }) =>
     ids
       .map((id) => (id === EOS_ID ? (skipSpecialTokens ? '' : '<eos>') : String.fromCharCode(id)))

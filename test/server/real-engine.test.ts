@@ -21,6 +21,7 @@ const idTokenizer: ServerTokenizer = {
   maxCharsPerToken: 1,
   specialTokens: [],
   encode: (text) => [...text].map((c) => c.charCodeAt(0) - 0x100),
+  encodeAsync: async (text) => [...text].map((c) => c.charCodeAt(0) - 0x100),
   decode: (ids) => String.fromCharCode(...ids.map((i) => 0x100 + i)),
   createDecoder: () => ({
     feed: (ids) => idTokenizer.decode(ids, { skipSpecialTokens: false }),

@@ -159,7 +159,7 @@ export function registerChatCompletions(app: FastifyInstance, ctx: ServerContext
   app.post('/v1/chat/completions', async (request, reply) => {
     const req = validateChatRequest(request.body, ctx.validation);
     checkModel(ctx, req.model);
-    const prompt = buildChatPrompt(ctx, req);
+    const prompt = await buildChatPrompt(ctx, req);
     const maxTokens = resolveMaxTokens(ctx, prompt.ids.length, req.maxTokens, 'messages');
     const constraints = await choiceConstraints(ctx, prompt.constraint, req.n);
     let gen: Generation;

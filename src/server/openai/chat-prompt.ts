@@ -1,5 +1,5 @@
 import { badRequest } from '../errors.js';
-import { checkTextLength } from '../generation.js';
+import { checkTextLength, encodeText } from '../generation.js';
 import { ContentSpecials } from './content-specials.js';
 import type { ServerContext } from '../server-context.js';
 import type { ToolCallParserInit } from '../server-deps.js';
@@ -90,7 +90,7 @@ function constraintPlan(
 }
 
 /** Renders, plans a forced call (grammar, else prefill) or response_format, and tokenizes. */
-export function buildChatPrompt(ctx: ServerContext, req: ChatRequest): ChatPrompt {
+export async function buildChatPrompt(ctx: ServerContext, req: ChatRequest): Promise<ChatPrompt> {
   const toolInit = toolParserInit(ctx, req);
   const specials = ctx.options.allowSpecialTokensInContent
     ? null
@@ -104,7 +104,7 @@ export function buildChatPrompt(ctx: ServerContext, req: ChatRequest): ChatPromp
     : '';
   checkTextLength(ctx, text + prefill, 'messages');
   const ids = specials
-    ? specials.encode(ctx.tokenizer, rendered + prefill)
-    : ctx.tokenizer.encode(text + prefill, { addSpecialTokens: false });
+    ? await specials.encode((t, o) => encodeText(ctx, t, o), rendered + prefill)
+    : await encodeText(ctx, text + prefill, { addSpecialTokens: false });
   return { text, prefill, ids, toolInit, constraint };
 }

@@ -8,6 +8,7 @@ import {
   checkTextLength,
   choiceSpec,
   ChoiceClock,
+  encodeText,
   type Generation,
   requestId,
   resolveMaxTokens,
@@ -249,14 +250,15 @@ export function registerCompletions(app: FastifyInstance, ctx: ServerContext): v
     const req = validateCompletionRequest(request.body, ctx.validation);
     checkModel(ctx, req.model);
     checkChoiceCount(ctx, req.prompts.length * req.n);
-    const prompts = req.prompts.map((p, i) => {
+    const prompts: CompletionPrompt[] = [];
+    for (const [i, p] of req.prompts.entries()) {
       const param = req.prompts.length > 1 ? `prompt[${i}]` : 'prompt';
       if ('text' in p) checkTextLength(ctx, p.text, 'prompt', param);
-      const ids = 'ids' in p ? p.ids : ctx.tokenizer.encode(p.text, { addSpecialTokens: true });
+      const ids = 'ids' in p ? p.ids : await encodeText(ctx, p.text, { addSpecialTokens: true });
       const maxTokens = resolveMaxTokens(ctx, ids.length, req.maxTokens, 'prompt', param);
       const text = 'text' in p ? p.text : ctx.tokenizer.decode(ids, { skipSpecialTokens: false });
-      return { ids, text, maxTokens };
-    });
+      prompts.push({ ids, text, maxTokens });
+    }
     const plan = responseFormatPlan(req.responseFormat, 'none');
     const constraints = await choiceConstraints(ctx, plan, prompts.length * req.n);
     let gen: Generation;

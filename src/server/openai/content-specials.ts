@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { ServerTokenizer } from '../server-deps.js';
+import type { EncodeOpts } from '../server-deps.js';
 import type { ChatMessage } from './types.js';
+
+/** Text to token ids (the server's encodeText bound to its context). */
+export type TextEncode = (text: string, opts: EncodeOpts) => Promise<number[]>;
 
 /**
  * Keeps special-token strings that clients wrote in message text from being read as special
@@ -40,18 +43,18 @@ export class ContentSpecials {
   }
 
   /** Token ids of the rendered text: placeholders as plain text, the rest as usual. */
-  encode(tok: ServerTokenizer, rendered: string): number[] {
+  async encode(encode: TextEncode, rendered: string): Promise<number[]> {
     const ids: number[] = [];
     let last = 0;
     for (const m of rendered.matchAll(this.pattern)) {
       const before = rendered.slice(last, m.index);
-      if (before) ids.push(...tok.encode(before, { addSpecialTokens: false }));
+      if (before) ids.push(...(await encode(before, { addSpecialTokens: false })));
       const text = this.specials[Number(m[1])]!;
-      ids.push(...tok.encode(text, { addSpecialTokens: false, parseSpecialTokens: false }));
+      ids.push(...(await encode(text, { addSpecialTokens: false, parseSpecialTokens: false })));
       last = m.index + m[0].length;
     }
     const rest = rendered.slice(last);
-    if (rest) ids.push(...tok.encode(rest, { addSpecialTokens: false }));
+    if (rest) ids.push(...(await encode(rest, { addSpecialTokens: false })));
     return ids;
   }
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createRequire } from 'node:module';
 import { badRequest } from '../errors.js';
-import { checkModel, checkTextLength } from '../generation.js';
+import { checkModel, checkTextLength, encodeText } from '../generation.js';
 import type { ServerContext } from '../server-context.js';
 import { buildChatPrompt } from './chat-prompt.js';
 import { FieldReader, isObject } from './field-reader.js';
@@ -11,16 +11,16 @@ const VERSION = (createRequire(import.meta.url)('../../../package.json') as { ve
   .version;
 
 /** The token ids of a /tokenize body: a completion `prompt`, or chat `messages` through the template. */
-function tokenizeBody(ctx: ServerContext, body: Record<string, unknown>): number[] {
+async function tokenizeBody(ctx: ServerContext, body: Record<string, unknown>): Promise<number[]> {
   const r = new FieldReader(body);
   checkModel(ctx, r.string('model'));
   if (body['messages'] !== undefined)
-    return buildChatPrompt(ctx, validateChatRequest(body, ctx.validation)).ids;
+    return (await buildChatPrompt(ctx, validateChatRequest(body, ctx.validation))).ids;
   const prompt = r.string('prompt');
   if (prompt === undefined)
     throw badRequest('Either prompt (a string) or messages is required.', 'prompt');
   checkTextLength(ctx, prompt, 'prompt');
-  return ctx.tokenizer.encode(prompt, {
+  return encodeText(ctx, prompt, {
     addSpecialTokens: r.boolean('add_special_tokens') ?? true,
   });
 }
@@ -34,7 +34,7 @@ function tokenizeBody(ctx: ServerContext, body: Record<string, unknown>): number
 export function registerTokenize(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/tokenize', async (request) => {
     if (!isObject(request.body)) throw badRequest('The request body must be a JSON object.');
-    const tokens = tokenizeBody(ctx, request.body);
+    const tokens = await tokenizeBody(ctx, request.body);
     return { tokens, count: tokens.length, max_model_len: ctx.engine.maxModelLen };
   });
   app.post('/detokenize', async (request) => {
