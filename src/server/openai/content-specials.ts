@@ -48,13 +48,18 @@ export class ContentSpecials {
     let last = 0;
     for (const m of rendered.matchAll(this.pattern)) {
       const before = rendered.slice(last, m.index);
-      if (before) ids.push(...(await encode(before, { addSpecialTokens: false })));
+      if (before) append(ids, await encode(before, { addSpecialTokens: false }));
       const text = this.specials[Number(m[1])]!;
-      ids.push(...(await encode(text, { addSpecialTokens: false, parseSpecialTokens: false })));
+      append(ids, await encode(text, { addSpecialTokens: false, parseSpecialTokens: false }));
       last = m.index + m[0].length;
     }
     const rest = rendered.slice(last);
-    if (rest) ids.push(...(await encode(rest, { addSpecialTokens: false })));
+    if (rest) append(ids, await encode(rest, { addSpecialTokens: false }));
     return ids;
   }
+}
+
+/** `out.push(...more)` without spreading: a megabyte prompt's ids overflow the call stack. */
+function append(out: number[], more: readonly number[]): void {
+  for (const id of more) out.push(id);
 }
