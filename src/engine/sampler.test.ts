@@ -74,6 +74,13 @@ describe('SequenceSampler', () => {
     );
   });
 
+  it('top_k = 1 keeps the maximum when the temperature scale rounds it to a tie', () => {
+    // fast-check's counterexample: 1.4e-45 * (1 / 2) rounds to 0 in float32.
+    const x = Float32Array.from([0, 1.401298464324817e-45]);
+    const k1 = new SequenceSampler({ ...RANDOM, temperature: 2, topK: 1 }, []).sample(x, null);
+    expect(k1.tokenId).toBe(1);
+  });
+
   it('greedy takes the first maximum', () => {
     expect(new SequenceSampler(GREEDY, []).sample(row([1, 3, 3, 2]), null).tokenId).toBe(1);
   });

@@ -79,11 +79,14 @@ export class SequenceSampler {
     }
     if (this.params.logitBias) applyLogitBias(x, this.params.logitBias);
     applyPenalties(x, this.params, this.promptTokens, this.outputCounts);
+    // top_k = 1 keeps only the maximum whatever min_p/top_p say: take it before the temperature
+    // scale, which can round two nearly equal (denormal) logits to a tie.
+    const top1 = !this.isGreedy && this.params.topK === 1 ? argmax(x) : -1;
     if (!this.isGreedy && this.params.temperature !== 1) {
       const inv = 1 / this.params.temperature;
       for (let i = 0; i < x.length; i++) x[i] = x[i]! * inv;
     }
-    const tokenId = this.isGreedy ? argmax(x) : this.draw(x);
+    const tokenId = this.isGreedy ? argmax(x) : top1 >= 0 ? top1 : this.draw(x);
     this.outputCounts.set(tokenId, (this.outputCounts.get(tokenId) ?? 0) + 1);
     if (numLogprobs === null) return { tokenId };
     const lse = logSumExp(x);
