@@ -47,12 +47,7 @@ export function attention(
     return;
   }
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
-  const qo = cuda(out, 'attention.out', ['bf16', 'f32'], [T, H * Dh]);
-  const qi = cuda(q, 'attention.q', [qo.dtype], [T, H * Dh]);
-  const kc = cuda(k, 'attention.k', [qo.dtype]);
-  const vc = cuda(v, 'attention.v', [qo.dtype], kc.shape);
-  if (kc.shape.length !== 3 || kc.shape[2] !== Hkv * Dh)
-    throw new Error(`attention: cache shape [${kc.shape.join(', ')}] is not [P, S, ${Hkv * Dh}]`);
+  const { qo, qi, kc, vc } = attentionTensors(out, q, k, v, T, o, ['bf16', 'f32']);
   const S = kc.shape[1]!;
   const G = H / Hkv;
   const MH = pow2AtLeast(Math.ceil(G / 4), 8, `a GQA group of ${G}`);
@@ -106,6 +101,26 @@ export function attention(
   }
 }
 
+/** out/q [T, H·Dh] and the paged K/V cache [P, S, Hkv·Dh] of one dtype, checked for both kernels. */
+function attentionTensors(
+  out: Tensor,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  T: number,
+  o: AttentionOptions,
+  dtypes: Parameters<typeof cuda>[2],
+) {
+  const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
+  const qo = cuda(out, 'attention.out', dtypes, [T, H * Dh]);
+  const qi = cuda(q, 'attention.q', [qo.dtype], [T, H * Dh]);
+  const kc = cuda(k, 'attention.k', [qo.dtype]);
+  const vc = cuda(v, 'attention.v', [qo.dtype], kc.shape);
+  if (kc.shape.length !== 3 || kc.shape[2] !== Hkv * Dh)
+    throw new Error(`attention: cache shape [${kc.shape.join(', ')}] is not [P, S, ${Hkv * Dh}]`);
+  return { qo, qi, kc, vc };
+}
+
 /** bf16 dense causal attention on tensor cores (kernels/attention-prefill.cu). */
 function attentionPrefill(
   ctx: OpContext,
@@ -118,12 +133,7 @@ function attentionPrefill(
 ): void {
   const T = meta.numTokens;
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
-  const qo = cuda(out, 'attention.out', ['bf16'], [T, H * Dh]);
-  const qi = cuda(q, 'attention.q', ['bf16'], [T, H * Dh]);
-  const kc = cuda(k, 'attention.k', ['bf16']);
-  const vc = cuda(v, 'attention.v', ['bf16'], kc.shape);
-  if (kc.shape.length !== 3 || kc.shape[2] !== Hkv * Dh)
-    throw new Error(`attention: cache shape [${kc.shape.join(', ')}] is not [P, S, ${Hkv * Dh}]`);
+  const { qo, qi, kc, vc } = attentionTensors(out, q, k, v, T, o, ['bf16']);
   if (H % Hkv !== 0) throw new Error(`attention: ${H} heads are not a multiple of ${Hkv} KV heads`);
   const smem = (64 * (Dh + 8) + Dh * 72) * 2;
   launchKernel(
