@@ -82,8 +82,10 @@ describe('tokenizing a multi-megabyte prompt', () => {
     expect(ids).toEqual(expected());
     // Probes kept being answered while the request was tokenized: no gap near the whole
     // tokenization (tokenizing synchronously gives one gap of ~1.1 s here; with turns the
-    // largest is ~70-115 ms, mostly the 3M-id response's JSON on both ends).
+    // largest is ~70-115 ms, mostly the 3M-id response's JSON on both ends, but 320 ms was seen
+    // for messages in a full-suite run: template rendering and special-token matching are
+    // single passes). The bound sits between the two.
     expect(gaps.length).toBeGreaterThanOrEqual(3);
-    expect(Math.max(...gaps)).toBeLessThan(250);
+    expect(Math.max(...gaps)).toBeLessThan(600);
   });
 });
