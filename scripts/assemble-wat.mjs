@@ -29,9 +29,11 @@ export function bf16Variant(text) {
       '(i32.mul (local.get $$j) (i32.shr_u (local.get $$K4) (i32.const 1)))',
     ],
     // weight loads: 4 bf16 at byte k/2, widened
+    // (an f32 load at offset=o reads bf16 at offset=o/2)
     [
-      /\(v128\.load \(i32\.add \(local\.get \$(wp|w1|w2|w3)\) \(local\.get \$k\)\)\)/g,
-      '(i32x4.shl (v128.load16x4_u (i32.add (local.get $$$1) (i32.shr_u (local.get $$k) (i32.const 1)))) (i32.const 16))',
+      /\(v128\.load(?: offset=(\d+))? \(i32\.add \(local\.get \$(wp|w1|w2|w3)\) \(local\.get \$k\)\)\)/g,
+      (_, off, w) =>
+        `(i32x4.shl (v128.load16x4_u${off ? ` offset=${Number(off) / 2}` : ''} (i32.add (local.get $${w}) (i32.shr_u (local.get $k) (i32.const 1)))) (i32.const 16))`,
     ],
     [/\(export "matmul"\)/, '(export "matmul_bf16")'],
   ];
@@ -39,6 +41,41 @@ export function bf16Variant(text) {
   for (const [re, to] of rules) {
     const next = out.replace(re, to);
     if (next === out) throw new Error(`bf16Variant: no match for ${re}`);
+    out = next;
+  }
+  return out;
+}
+
+/**
+ * The bf16 variant of matmul-packed.wat: a block's 8 weights of one k are 16 bytes of bf16
+ * bits, loaded once and widened exactly to two f32x4 (zero-extend to 32 bits, shift left 16);
+ * the arithmetic, and so every result bit, is the f32 kernel's on the widened weights.
+ * Exported as "matmul_packed_bf16".
+ */
+export function packedBf16Variant(text) {
+  const rules = [
+    // (an f32 block load at offset=o: the bf16 block at offset=o/2)
+    [
+      /\(local\.set \$lo(\d?) \(v128\.load(?: offset=(\d+))? \(local\.get \$(wk\d?)\)\)\) ;; W lo/g,
+      (_, n, off, wk) =>
+        `(local.set $hi${n} (v128.load${off ? ` offset=${Number(off) / 2}` : ''} (local.get $${wk})))\n` +
+        `        (local.set $lo${n} (i32x4.shl (i32x4.extend_low_i16x8_u (local.get $hi${n})) (i32.const 16)))`,
+    ],
+    [
+      /\(local\.set \$hi(\d?) \(v128\.load offset=\d+ \(local\.get \$wk\d?\)\)\) ;; W hi/g,
+      '(local.set $$hi$1 (i32x4.shl (i32x4.extend_high_i16x8_u (local.get $$hi$1)) (i32.const 16)))',
+    ],
+    [
+      /\(local\.set \$KW \(local\.get \$K4\)\)/,
+      '(local.set $$KW (i32.shr_u (local.get $$K4) (i32.const 1)))',
+    ],
+    [/\(local\.set \$ws \(i32\.const 32\)\)/, '(local.set $$ws (i32.const 16))'],
+    [/\(export "matmul_packed"\)/, '(export "matmul_packed_bf16")'],
+  ];
+  let out = text;
+  for (const [re, to] of rules) {
+    const next = out.replace(re, to);
+    if (next === out) throw new Error(`packedBf16Variant: no match for ${re}`);
     out = next;
   }
   return out;

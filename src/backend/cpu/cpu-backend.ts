@@ -12,9 +12,9 @@ import { layoutBatch, type BatchLayout, type ForwardBatch } from '../forward-bat
 import type { DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { Bf16Weights } from './bf16-weights.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
+import { KernelWeights } from './kernel-weights.js';
 import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
 import { addRmsNormRows, rmsNormRows } from './ops/norm.js';
@@ -34,12 +34,12 @@ export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
   readonly memory = 'host' as const;
   readonly kernels: CpuKernels;
-  private readonly bf16: Bf16Weights;
+  private readonly weights: KernelWeights;
 
   /** `threads`: threads the kernels use, this one included (default 1; `--cpu-threads`). */
   constructor(o: CpuKernelsOptions = {}) {
     this.kernels = new CpuKernels(o);
-    this.bf16 = new Bf16Weights(this.kernels.heap);
+    this.weights = new KernelWeights(this.kernels.heap);
   }
 
   /** Ends the kernels' worker threads. */
@@ -63,7 +63,7 @@ export class CpuBackend implements Backend {
     const dst = dtype === 'i32' ? this.kernels.heap.i32(n, false) : this.kernels.heap.f32(n, false);
     dst.set(data);
     const t = new CpuTensor(shape, dtype, dst, true);
-    this.bf16.written(t);
+    this.weights.written(t);
     return t;
   }
 
@@ -72,7 +72,7 @@ export class CpuBackend implements Backend {
     if (d.length !== data.length)
       throw new Error(`write: ${data.length} values for shape ${shapeStr(dst.shape)}`);
     d.set(data);
-    this.bf16.written(dst as CpuTensor);
+    this.weights.written(dst as CpuTensor);
   }
 
   /** Bytes of tensor memory in use (weights, KV cache, live scratch). */
@@ -90,14 +90,14 @@ export class CpuBackend implements Backend {
 
   free(t: Tensor): void {
     if (t instanceof CpuTensor && t.owner) {
-      this.bf16.freed(t);
+      this.weights.freed(t);
       this.kernels.heap.free(t.data);
     }
   }
 
   fillRandom(t: Tensor, seed: number, scale: number): void {
     fillRandomHost(f32(t, 'fillRandom'), seed, scale, t.dtype === 'bf16');
-    this.bf16.written(t as CpuTensor);
+    this.weights.written(t as CpuTensor);
   }
 
   view(t: Tensor, shape: Shape): Tensor {
@@ -166,7 +166,7 @@ export class CpuBackend implements Backend {
     this.kernels.matmul(
       f32(out, 'matmul.out', [M, N]),
       f32(x, 'matmul.x'),
-      this.bf16.of(w as CpuTensor, f32(w, 'matmul.w')),
+      this.weights.of(w as CpuTensor, f32(w, 'matmul.w')),
       M,
       N,
       K,
@@ -287,11 +287,11 @@ export class CpuBackend implements Backend {
       f32(x, 'moe.x'),
       i32(ids, 'moe.ids', [T, width]),
       f32(weights, 'moe.weights', [T, width]),
-      this.bf16.of(
+      this.weights.of(
         experts.gateUp as CpuTensor,
         f32(experts.gateUp, 'moe.gateUp', [experts.numLocalExperts, 2 * I, D]),
       ),
-      this.bf16.of(
+      this.weights.of(
         experts.down as CpuTensor,
         f32(experts.down, 'moe.down', [experts.numLocalExperts, D, I]),
       ),

@@ -4,7 +4,7 @@ import type { Tensor, TensorStorage } from '../../tensor/tensor.js';
 
 /**
  * A CPU tensor: float dtypes are stored as float32, i32 as int32 (Uint16Array bf16 bits only
- * for kernel operands, see Bf16Weights). `data` may be a view of `base`'s block.
+ * for kernel operands, see KernelWeights). `data` may be a view of `base`'s block.
  */
 export class CpuTensor implements Tensor {
   readonly device = 'cpu' as const;

@@ -1,4 +1,5 @@
 import type { ExpertWeights, MoeOptions, RouterOptions } from '../../backend.js';
+import type { PackedPanels } from '../packed-panels.js';
 import type { CpuKernels } from '../wasm/cpu-kernels.js';
 
 /** SwiGLU-OAI: g = min(gate, L), u = clamp(up, −L, L), out = g·σ(α·g)·(u + 1). gu [M, 2I] → out [M, I]. */
@@ -56,8 +57,8 @@ export function moeRows(
   x: Float32Array,
   ids: Int32Array,
   weights: Float32Array,
-  gateUp: Float32Array | Uint16Array,
-  down: Float32Array | Uint16Array,
+  gateUp: Float32Array | Uint16Array | PackedPanels,
+  down: Float32Array | Uint16Array | PackedPanels,
   ew: ExpertWeights,
   D: number,
   I: number,

@@ -4,9 +4,12 @@ import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
 import { matmulF32, panelRows } from '../ops/matmul.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
 import { widenBf16 } from '../cpu-tensor.js';
+import { PackedPanels, unpackPanels } from '../packed-panels.js';
 import {
   ATTENTION_WASM_BASE64,
   MATMUL_BF16_WASM_BASE64,
+  MATMUL_PACKED_BF16_WASM_BASE64,
+  MATMUL_PACKED_WASM_BASE64,
   MATMUL_WASM_BASE64,
 } from './kernels-wasm.js';
 import { HeapScratch, StepTables } from './step-tables.js';
@@ -25,12 +28,15 @@ function compile(b64: string): object {
   return mod;
 }
 
-const EXPORTS = ['matmul', 'matmul_bf16', 'attention', 'msa_select'] as const;
+// prettier-ignore
+const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
 const MIN_PARALLEL_FLOPS = 200_000;
 const CHUNKS_PER_THREAD = 4;
+/** Bytes of packed weights per cache panel (the columns one pass over x's rows reuses). */
+const PACKED_PANEL_BYTES = 128 * 1024;
 
 export interface CpuKernelsOptions {
   /** Threads the kernels use, the caller's included (default 1). */
@@ -67,9 +73,13 @@ export class CpuKernels {
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
       throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
     this.threads = threads;
-    const modules = [MATMUL_WASM_BASE64, MATMUL_BF16_WASM_BASE64, ATTENTION_WASM_BASE64].map(
-      compile,
-    );
+    const modules = [
+      MATMUL_WASM_BASE64,
+      MATMUL_BF16_WASM_BASE64,
+      MATMUL_PACKED_WASM_BASE64,
+      MATMUL_PACKED_BF16_WASM_BASE64,
+      ATTENTION_WASM_BASE64,
+    ].map(compile);
     const exports: Record<string, unknown> = {};
     for (const m of modules)
       Object.assign(exports, new wasm.Instance(m, { env: { memory: this.heap.memory } }).exports);
@@ -87,27 +97,43 @@ export class CpuKernels {
     this.pool.close();
   }
 
-  /** out[M, N] = x[M, K] · w[N, K]^T; w float32 or bf16 bits (widened in the kernel). */
+  /**
+   * out[M, N] = x[M, K] · w[N, K]^T; w float32 or bf16 bits (widened in the kernel), row-major
+   * or packed in panels (PackedPanels: the register-blocked kernel, sequential sums over k).
+   */
   matmul(
     out: Float32Array,
     x: Float32Array,
-    w: Float32Array | Uint16Array,
+    w: Float32Array | Uint16Array | PackedPanels,
     M: number,
     N: number,
     K: number,
   ): void {
     const h = this.heap;
-    if (K % 4 !== 0 || !h.owns(out) || !h.owns(x) || !h.owns(w)) {
-      matmulF32(out, x, w instanceof Uint16Array ? widenBf16(w) : w, M, N, K);
+    const wd = w instanceof PackedPanels ? w.data : w;
+    if (K % 4 !== 0 || !h.owns(out) || !h.owns(x) || !h.owns(wd)) {
+      const wf = w instanceof PackedPanels ? unpackPanels(w, N, K) : w;
+      matmulF32(out, x, wf instanceof Uint16Array ? widenBf16(wf) : wf, M, N, K);
       return;
     }
-    const fn = w instanceof Uint16Array ? 'matmul_bf16' : 'matmul';
-    const wb = w.BYTES_PER_ELEMENT; // weight bytes per element
-    const [o, xp, wp, P] = [out.byteOffset, x.byteOffset, w.byteOffset, panelRows(K)];
+    const packed = w instanceof PackedPanels;
+    if (packed && N % 8 !== 0) throw new Error(`matmul: packed weights need N % 8 = 0, got ${N}`);
+    const bf16 = wd instanceof Uint16Array;
+    const fn = packed
+      ? bf16
+        ? 'matmul_packed_bf16'
+        : 'matmul_packed'
+      : bf16
+        ? 'matmul_bf16'
+        : 'matmul';
+    const wb = wd.BYTES_PER_ELEMENT; // weight bytes per element
+    const tile = packed ? 8 : 4; // columns of a kernel tile: chunks cut between tiles
+    const P = packed ? Math.max(8, Math.floor(PACKED_PANEL_BYTES / (wb * K)) & ~7) : panelRows(K);
+    const [o, xp, wp] = [out.byteOffset, x.byteOffset, wd.byteOffset];
     const n = this.chunksFor(2 * M * N * K);
     const rows: Row[] = [];
-    if (n > 1 && N >= 16 * n) {
-      const chunk = Math.ceil(N / n / 4) * 4; // column slices of whole 4-wide tiles
+    if (n > 1 && N >= 4 * tile * n) {
+      const chunk = Math.ceil(N / n / tile) * tile; // column slices of whole tiles
       for (let j0 = 0; j0 < N; j0 += chunk) {
         const c = Math.min(chunk, N - j0);
         rows.push([fn, o + 4 * j0, xp, wp + wb * j0 * K, M, c, K, P, N]);
