@@ -110,3 +110,46 @@ describe('the reduction definition (issue 5: exact residual arithmetic)', () => 
     expect(maxAbsDiff(Float32Array.of(1, NaN), Float32Array.of(1.5, NaN))).toBe(0.5);
   });
 });
+
+describe('the sum stored in bf16 before the add (a bf16 backend’s unfused path)', () => {
+  it('rounds Σh once to bf16, then r + that once to bf16; allReduceRows is that first rounding', async () => {
+    const { allReduceRows } = await import('./reduction-semantics.js');
+    const partials = [values(n, 1, 1), values(n, 2, 1), values(n, 3, 1)].map((p) =>
+      p.map(roundToBf16),
+    );
+    const residual = values(n, 4, 8).map(roundToBf16);
+    const s = allReduceRows(partials, 'bf16');
+    const r = residual.slice();
+    const a = new Float32Array(n);
+    reduceAddNormRows({
+      partials,
+      residual: r,
+      out: a,
+      weight,
+      eps: 1e-6,
+      variant: 'exact',
+      activation: 'bf16',
+      sumRounding: 'bf16',
+    });
+    for (let i = 0; i < n; i++) {
+      expect(s[i]).toBe(
+        roundToBf16(
+          Math.fround(Math.fround(partials[0]![i]! + partials[1]![i]!) + partials[2]![i]!),
+        ),
+      );
+      expect(r[i]).toBe(roundToBf16(Math.fround(residual[i]! + s[i]!)));
+    }
+    // Without the sum rounding (the f32 definition) some residual differs: the option matters.
+    const r32 = residual.slice();
+    reduceAddNormRows({
+      partials,
+      residual: r32,
+      out: new Float32Array(n),
+      weight,
+      eps: 1e-6,
+      variant: 'exact',
+      activation: 'bf16',
+    });
+    expect(maxAbsDiff(r, r32)).toBeGreaterThan(0);
+  });
+});

@@ -16,6 +16,11 @@ import { chunkRange } from './comm-stats.js';
  * must give the same bits on the same inputs. `reduceAddNormRows` is this definition written
  * out on host arrays, one element at a time as a one-shot fused kernel would compute it.
  *
+ * A backend that stores activations in bf16 (CUDA) keeps h in bf16, so its all-reduce writes
+ * round_bf16(s) back into h before the add: r' = round_act(r + round_h(s)). `sumRounding`
+ * states that storage ('f32', the default, is the definition above); the CUDA IPC kernels —
+ * unfused and fused alike — compute exactly this, checked bit for bit on the GPU.
+ *
  * `bf16-vendor` is NOT a serving path: it is the arithmetic seed 000 found in the vendor's
  * fused kernel, kept to measure how far such a reduction strays from the definition — each
  * partial rounded to bf16, summed in ring order with a bf16 rounding after every hop, the
@@ -62,6 +67,8 @@ export interface ReduceAddNormRows {
   readonly variant: ReductionVariant;
   /** What the exact variant rounds r' to once (float32 on the CPU backend). */
   readonly activation: ActivationRounding;
+  /** What the all-reduced sum is stored as before the add (h's dtype; default 'f32'). */
+  readonly sumRounding?: ActivationRounding;
 }
 
 /** One reduce + residual add + Gemma RMSNorm step on host arrays, by `o.variant`. */
@@ -69,23 +76,40 @@ export function reduceAddNormRows(o: ReduceAddNormRows): void {
   const n = o.residual.length;
   for (const p of o.partials)
     if (p.length !== n) throw new Error(`reduceAddNormRows: partial of ${p.length}, expected ${n}`);
-  if (o.variant === 'exact') exactResidual(o.partials, o.residual, rounder(o.activation));
+  if (o.variant === 'exact')
+    exactResidual(o.partials, o.residual, rounder(o.activation), rounder(o.sumRounding ?? 'f32'));
   else vendorResidual(o.partials, o.residual);
   rmsNormRows(o.out, o.residual, o.weight, o.eps);
 }
 
-/** r ← round_act(r + Σ_q h_q), the sum in float32 rank order, the add in float32. */
+/** r ← round_act(r + round_sum(Σ_q h_q)), the sum in float32 rank order, the add in float32. */
 function exactResidual(
   partials: readonly Float32Array[],
   residual: Float32Array,
   round: (x: number) => number,
+  roundSum: (x: number) => number,
 ): void {
-  const W = partials.length;
-  for (let i = 0; i < residual.length; i++) {
-    let s = partials[0]![i]!;
-    for (let q = 1; q < W; q++) s = Math.fround(s + partials[q]![i]!);
-    residual[i] = round(Math.fround(residual[i]! + s));
-  }
+  for (let i = 0; i < residual.length; i++)
+    residual[i] = round(Math.fround(residual[i]! + roundSum(rankOrderSum(partials, i))));
+}
+
+/** Σ_q partials[q][i] in float32, rank order 0, 1, …, W−1: every all-reduce's arithmetic. */
+export function rankOrderSum(partials: readonly Float32Array[], i: number): number {
+  let s = partials[0]![i]!;
+  for (let q = 1; q < partials.length; q++) s = Math.fround(s + partials[q]![i]!);
+  return s;
+}
+
+/** The all-reduce of `partials` by the definition, rounded once to the output's dtype. */
+export function allReduceRows(
+  partials: readonly Float32Array[],
+  to: ActivationRounding,
+): Float32Array {
+  const round = rounder(to);
+  const n = partials[0]!.length;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = round(rankOrderSum(partials, i));
+  return out;
 }
 
 /**

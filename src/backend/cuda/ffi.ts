@@ -107,6 +107,29 @@ function declareDriver(lib: Lib) {
       'int %(void *fn, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t smem, void *stream, uint64_t params, void *extra)',
     ),
     ...declareDriverExec(d),
+    ...declareDriverIpc(d),
+  };
+}
+
+/** Bytes of a CUipcMemHandle (CU_IPC_HANDLE_SIZE). */
+export const CU_IPC_HANDLE_BYTES = 64;
+
+/**
+ * CUDA IPC of device memory (split from declareDriver). The handle is
+ * `struct { char reserved[64]; }`, declared with uint8_t so koffi keeps every byte (a char
+ * array would become a string cut at the first zero); cuIpcOpenMemHandle takes it by value.
+ */
+function declareDriverIpc(d: (names: string | readonly string[], sig: string) => Fn) {
+  koffi.struct('CUipcMemHandle', {
+    reserved: koffi.array('uint8_t', CU_IPC_HANDLE_BYTES, 'Typed'),
+  });
+  return {
+    cuIpcGetMemHandle: d('cuIpcGetMemHandle', 'int %(_Out_ CUipcMemHandle *handle, uint64_t dptr)'),
+    cuIpcOpenMemHandle: d(
+      ['cuIpcOpenMemHandle_v2', 'cuIpcOpenMemHandle'],
+      'int %(_Out_ uint64_t *dptr, CUipcMemHandle handle, uint32_t flags)',
+    ),
+    cuIpcCloseMemHandle: d('cuIpcCloseMemHandle', 'int %(uint64_t dptr)'),
   };
 }
 

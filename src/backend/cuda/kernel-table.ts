@@ -330,3 +330,65 @@ export const COUNT_NONFINITE = kernel({
   args: { x: 'ptr', n: 'i64', count: 'ptr' },
   launch: 'grid-stride over n, block 256 (cuda-weight-uploader.ts)',
 });
+
+// ------------------------------------------------------------------ kernels/allreduce.cu
+const IPC_ARGS = { peers: 'ptr', rank: 'i32', W: 'i32', cap: 'i64' } as const;
+const IPC_COPY = { out: 'ptr', ...IPC_ARGS, n: 'i64', vec: 'i32' } as const;
+const IPC_GRID = 'grid (min(maxBlocks, ceil(packs/512))), block 512 (ipc-layout.ts maxBlocks)';
+export const AR_ONESHOT = kernel({
+  file: 'allreduce',
+  names: variants('ar_oneshot_', B),
+  args: IPC_COPY,
+  launch: IPC_GRID,
+});
+export const AR_TWOSHOT = kernel({
+  file: 'allreduce',
+  names: variants('ar_twoshot_', B),
+  args: IPC_COPY,
+  launch: IPC_GRID,
+});
+export const IPC_ALL_GATHER = kernel({
+  file: 'allreduce',
+  names: variants('all_gather_', B),
+  args: IPC_COPY,
+  launch: IPC_GRID,
+});
+export const IPC_REDUCE_SCATTER = kernel({
+  file: 'allreduce',
+  names: variants('reduce_scatter_', B),
+  args: IPC_COPY,
+  launch: IPC_GRID,
+});
+export const IPC_BROADCAST = kernel({
+  file: 'allreduce',
+  names: variants('broadcast_', B),
+  args: { ...IPC_COPY, root: 'i32' },
+  launch: IPC_GRID,
+});
+const AR_ADD_RMS_ARGS = {
+  out: 'ptr',
+  res: 'ptr',
+  w: 'ptr',
+  ...IPC_ARGS,
+  rows: 'i64',
+  n: 'i32',
+  eps: 'f32',
+} as const;
+export const AR_ADD_RMSNORM_BLOCK = kernel({
+  file: 'allreduce',
+  names: variants('ar_add_rmsnorm_block_', THREE_TYPES),
+  args: AR_ADD_RMS_ARGS,
+  launch: 'grid (min(maxBlocks, rows)), block 256 (n >= 512)',
+});
+export const AR_ADD_RMSNORM_WARP = kernel({
+  file: 'allreduce',
+  names: variants('ar_add_rmsnorm_warp_', THREE_TYPES),
+  args: AR_ADD_RMS_ARGS,
+  launch: 'grid (min(maxBlocks, ceil(rows/8))), block 256 (n < 512)',
+});
+export const IPC_BARRIER = kernel({
+  file: 'allreduce',
+  names: ['ipc_barrier'],
+  args: IPC_ARGS,
+  launch: 'grid (1), block 32',
+});

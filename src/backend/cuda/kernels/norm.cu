@@ -4,6 +4,7 @@
 // Launch: *_block: grid (rows), block 256 (n >= 512); *_warp: grid (ceil(rows/8)), block 256,
 // one warp per row. Type letters: out, x (or residual), w. Tested by test/gpu/gpu-check.ts.
 #include "common.cuh"
+#include "norm-row.cuh"
 
 template <typename TO, typename TX, typename TW>
 __device__ void rms_block(TO* out, const TX* x, const TW* w, int n, float eps) {
@@ -41,39 +42,23 @@ __device__ void rms_warp(TO* out, const TX* x, const TW* w, long long rows, int 
 FOR_3TYPES(RMS)
 
 // residual [rows, n] += x; out = norm(residual). Letters: residual (= out type), x, w.
+// The row arithmetic is norm-row.cuh's, shared with the fused all-reduce (allreduce.cu).
 template <typename TR, typename TX, typename TW>
 __device__ void add_rms_block(TR* out, TR* res, const TX* x, const TW* w, int n, float eps) {
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
-  TR* rr = res + row * n;
   const TX* xr = x + row * n;
-  float ss = 0.f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = roundto<TR>(ldf(rr + i) + ldf(xr + i));
-    stf(rr + i, v);
-    ss += v * v;
-  }
-  const float inv = rsqrtf(block_sum(ss, scratch) / n + eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x)
-    stf(out + row * n + i, ldf(rr + i) * inv * (1.f + ldf(w + i)));
+  add_rms_row_block(out + row * n, res + row * n, w, n, eps, scratch,
+                    [xr](int i) { return ldf(xr + i); });
 }
 
 template <typename TR, typename TX, typename TW>
 __device__ void add_rms_warp(TR* out, TR* res, const TX* x, const TW* w, long long rows, int n,
                              float eps) {
   const long long row = blockIdx.x * 8LL + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
   if (row >= rows) return;
-  TR* rr = res + row * n;
   const TX* xr = x + row * n;
-  float ss = 0.f;
-  for (int i = lane; i < n; i += 32) {
-    const float v = roundto<TR>(ldf(rr + i) + ldf(xr + i));
-    stf(rr + i, v);
-    ss += v * v;
-  }
-  const float inv = rsqrtf(warp_sum(ss) / n + eps);
-  for (int i = lane; i < n; i += 32) stf(out + row * n + i, ldf(rr + i) * inv * (1.f + ldf(w + i)));
+  add_rms_row_warp(out + row * n, res + row * n, w, n, eps, [xr](int i) { return ldf(xr + i); });
 }
 
 #define ADD_RMS(S, TR, TX, TW)                                                                \
