@@ -40,7 +40,7 @@ async function group(W: number): Promise<ProcessGroup[]> {
 /** Rank r's info as if from its own process (pids differ), a handle of distinct bytes. */
 function info(rank: number, W: number, cap = 4096): IpcBufferInfo {
   const handle = Uint8Array.from({ length: 64 }, (_, i) => (rank * 64 + i) & 0xff);
-  return { rank, worldSize: W, pid: 1000 + rank, cap, handle };
+  return { rank, worldSize: W, pid: 1000 + rank, cap, blocks: 16, handle };
 }
 
 describe('IPC handle exchange', () => {
@@ -80,6 +80,7 @@ describe('IPC handle exchange', () => {
     expect(() => decodeBufferInfo(from1({ pid: own.pid }), 1, own)).toThrow(/in this process/);
     expect(() => decodeBufferInfo(from1({ rank: 2 }), 1, own)).toThrow(/says it is rank 2/);
     expect(() => decodeBufferInfo(from1({ worldSize: 4 }), 1, own)).toThrow(/expects 4 ranks/);
+    expect(() => decodeBufferInfo(from1({ blocks: 66 }), 1, own)).toThrow(/up to 66 blocks/);
     expect(() => decodeBufferInfo(from1({ handle: new Uint8Array(8) }), 1, own)).toThrow(
       /8-byte handle/,
     );

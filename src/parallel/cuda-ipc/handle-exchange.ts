@@ -12,6 +12,8 @@ export interface IpcBufferInfo {
   readonly pid: number;
   /** Bytes of each data region (every rank must use the same). */
   readonly cap: number;
+  /** Blocks per launch at most (every rank must launch the same grids, or the barriers hang). */
+  readonly blocks: number;
   /** The 64-byte cudaIpcMemHandle of the buffer. */
   readonly handle: Uint8Array;
 }
@@ -21,6 +23,7 @@ interface Wire {
   readonly worldSize: number;
   readonly pid: number;
   readonly cap: number;
+  readonly blocks: number;
   readonly handle: string;
 }
 
@@ -48,10 +51,14 @@ export function decodeBufferInfo(
   if (w.worldSize !== own.worldSize)
     throw bad(`expects ${w.worldSize} ranks, this group has ${own.worldSize}`);
   if (w.cap !== own.cap) throw bad(`registered ${w.cap}-byte regions, this rank ${own.cap}`);
+  if (w.blocks !== own.blocks)
+    throw bad(
+      `launches up to ${w.blocks} blocks, this rank ${own.blocks} (set ranksPerDevice alike)`,
+    );
   if (handle.length !== own.handle.length)
     throw bad(`sent a ${handle.length}-byte handle, expected ${own.handle.length}`);
   if (w.pid === own.pid) throw bad('is in this process (IPC handles open only in another)');
-  return { rank: w.rank, worldSize: w.worldSize, pid: w.pid, cap: w.cap, handle };
+  return { rank: w.rank, worldSize: w.worldSize, pid: w.pid, cap: w.cap, blocks: w.blocks, handle };
 }
 
 /**

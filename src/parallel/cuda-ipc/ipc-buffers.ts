@@ -55,6 +55,7 @@ export class IpcBuffers {
     rank: number,
     peers: readonly (FramedSocket | null)[],
     maxBytes: number,
+    blocks: number,
     timeoutMs: number,
   ): Promise<IpcBuffers> {
     checkWorldSize(peers.length);
@@ -64,7 +65,7 @@ export class IpcBuffers {
     try {
       const handle = ipcGetMemHandle(dev, own);
       const infos = await exchangeBufferInfo(
-        { rank, worldSize: peers.length, pid: process.pid, cap, handle },
+        { rank, worldSize: peers.length, pid: process.pid, cap, blocks, handle },
         peers,
         timeoutMs,
       );

@@ -17,8 +17,9 @@
 // A barrier that waits longer than IPC_SPIN_TIMEOUT_NS (a peer died) traps, so the rank's
 // context fails and its process ends instead of spinning forever.
 //
-// Launch (type letter b = bf16, f = f32; vec = 1 when every pointer is 16-byte aligned, then
-// 16-byte packs, the last n % pack elements one by one):
+// Launch (type letter b = bf16, f = f32; vec = 1 when every pointer and offset is 16-byte
+// aligned: 16-byte packs, the last n % pack elements one by one; two-shot walks packs always,
+// vec only picks how `out` is stored; every rank of a call must launch the same grid):
 //   ar_oneshot_<t>, ar_twoshot_<t>, all_gather_<t>, reduce_scatter_<t>, broadcast_<t>:
 //     grid (min(maxBlocks, ceil(packs / 512))), block 512
 //   ar_add_rmsnorm_block_<res><h><w>: grid (min(maxBlocks, rows)), block 256 (n >= 512)
@@ -187,6 +188,30 @@ __device__ __forceinline__ void copy_range(T* dst, const T* src, long long lo, l
   for (long long i = packed + t; i < hi; i += stride) dst[i] = __ldcg(src + i);
 }
 
+/**
+ * Two-shot gather of one slice: the same pack-by-pack map as the reduce that wrote it (so
+ * block b reads only what block b of the owner wrote), stored as packs when `vec`, else
+ * element by element (an unaligned output).
+ */
+template <typename T>
+__device__ __forceinline__ void gather_slice(T* dst, const T* src, long long lo, long long hi,
+                                             int vec) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  constexpr int V = Pack<T>::V;
+  const long long P = (hi - lo) / V;
+  for (long long j = t; j < P; j += stride) {
+    const long long o = lo + j * V;
+    if (vec) {
+      *reinterpret_cast<uint4*>(dst + o) = __ldcg(reinterpret_cast<const uint4*>(src + o));
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; k++) dst[o + k] = __ldcg(src + o + k);
+    }
+  }
+  for (long long i = lo + P * V + t; i < hi; i += stride) dst[i] = __ldcg(src + i);
+}
+
 /** Rank q's two-shot slice [lo, hi) of n elements: whole packs cut by chunkRange, tail to W-1. */
 __device__ __forceinline__ void twoshot_slice(long long n, int W, int q, int V, long long* lo,
                                               long long* hi) {
@@ -207,22 +232,25 @@ __device__ void ar_oneshot(T* out, const unsigned long long* peers, int rank, in
   ipc_end(c);
 }
 
-/** Rank r reduces its slice into tmp_r (rank order 0..W-1), then gathers every rank's slice. */
+/**
+ * Rank r reduces its slice into tmp_r (rank order 0..W-1), then gathers every rank's slice.
+ * Slices are whole 16-byte packs (the tail on rank W-1) and both phases walk them pack by
+ * pack whatever `vec` says (tmp and in are aligned); `vec` only chooses how `out` is stored.
+ */
 template <typename T>
 __device__ void ar_twoshot(T* out, const unsigned long long* peers, int rank, int W, long long cap,
                            long long n, int vec) {
   __shared__ unsigned long long sb[IPC_MAX_RANKS];
   const Ipc c = ipc_begin(sb, peers, rank, W, cap);
-  const int V = vec ? Pack<T>::V : 1;
+  constexpr int V = Pack<T>::V;
   ipc_barrier_at(c, PH_START);
   long long lo, hi;
   twoshot_slice(n, W, rank, V, &lo, &hi);
-  reduce_range(tmp_of<T>(c, rank), c, 0, lo, hi, vec);
+  reduce_range(tmp_of<T>(c, rank), c, 0, lo, hi, 1);
   ipc_barrier_at(c, PH_MID);
-  // Block b copies exactly the elements block b of rank q reduced (same grid-stride map).
   for (int q = 0; q < W; q++) {
     twoshot_slice(n, W, q, V, &lo, &hi);
-    copy_range(out, tmp_of<T>(c, q), lo, hi, vec);
+    gather_slice(out, tmp_of<T>(c, q), lo, hi, vec);
   }
   ipc_end(c);
 }

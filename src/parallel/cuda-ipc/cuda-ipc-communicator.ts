@@ -1,0 +1,200 @@
+import type { Backend } from '../../backend/backend.js';
+import { CudaBackend } from '../../backend/cuda/cuda-backend.js';
+import { cuda, type CudaTensor } from '../../backend/cuda/cuda-tensor.js';
+import type { CudaDevice } from '../../backend/cuda/device.js';
+import type { KernelCache } from '../../backend/cuda/kernel-cache.js';
+import { DTYPE_BYTES } from '../../tensor/dtype.js';
+import { shapeStr } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import { CommStats, type CollectiveOp } from '../comm-stats.js';
+import type { Communicator } from '../communicator.js';
+import type { FramedSocket } from '../transport/framed-socket.js';
+import {
+  chooseAllReduce,
+  ONE_SHOT_MAX_BYTES,
+  type AllReduceAlgorithm,
+} from './allreduce-algorithm.js';
+import { IpcBuffers } from './ipc-buffers.js';
+import * as k from './ipc-kernels.js';
+import { maxBlocks } from './ipc-layout.js';
+
+export interface CudaIpcOptions {
+  /** Bytes of the largest tensor one collective takes as input (the registered regions). */
+  readonly maxBytes: number;
+  /** Ranks sharing this rank's GPU (1 with one rank per GPU): bounds the blocks per launch. */
+  readonly ranksPerDevice: number;
+  /** All-reduces up to this many bytes run one-shot (default ONE_SHOT_MAX_BYTES). */
+  readonly oneShotMaxBytes?: number;
+  /** How long the handle exchange waits for a peer (ms, default 60 s). */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Collectives between CUDA ranks through registered IPC buffers (kernels/allreduce.cu):
+ * every op copies its input into this rank's `in` region and launches one kernel on the
+ * rank's stream, nothing waits on the host (so it can be captured in a CUDA graph), and every
+ * sum is float32 in rank order 0..W−1 rounded once: the CPU communicator's bits. Ranks may be
+ * processes (on one GPU or several) or streams of one process (`createStreamIpcGroup`).
+ */
+export class CudaIpcCommunicator implements Communicator {
+  readonly stats = new CommStats(false);
+  /** The algorithm of the latest all-reduce (for checks and benches). */
+  lastAlgorithm: AllReduceAlgorithm | null = null;
+
+  constructor(
+    private readonly l: k.IpcLaunch,
+    readonly oneShotMaxBytes = ONE_SHOT_MAX_BYTES,
+  ) {}
+
+  get rank(): number {
+    return this.l.buffers.rank;
+  }
+
+  get worldSize(): number {
+    return this.l.buffers.worldSize;
+  }
+
+  /** The stream this rank's collectives are enqueued on. */
+  get device(): CudaDevice {
+    return this.l.ctx.dev;
+  }
+
+  allReduce(x: Tensor, algorithm?: AllReduceAlgorithm): void {
+    const t = io(x, 'allReduce');
+    const algo = algorithm ?? chooseAllReduce(t.bytes, this.oneShotMaxBytes);
+    k.stageInput(this.l, t, 'allReduce');
+    k.launchAllReduce(this.l, algo, t);
+    this.lastAlgorithm = algo;
+    const W = this.worldSize;
+    this.count(
+      'allReduce',
+      t,
+      algo === 'one-shot' ? (W - 1) * t.bytes : (2 * (W - 1) * t.bytes) / W,
+    );
+  }
+
+  allGather(out: Tensor, x: Tensor): void {
+    const xs = io(x, 'allGather.x');
+    const o = io(out, 'allGather.out', xs.dtype, this.worldSize * xs.numel);
+    k.stageInput(this.l, xs, 'allGather');
+    k.launchAllGather(this.l, o, xs.numel);
+    this.count('allGather', xs, (this.worldSize - 1) * xs.bytes);
+  }
+
+  reduceScatter(out: Tensor, x: Tensor): void {
+    const o = io(out, 'reduceScatter.out');
+    const xs = io(x, 'reduceScatter.x', o.dtype, this.worldSize * o.numel);
+    k.stageInput(this.l, xs, 'reduceScatter');
+    k.launchReduceScatter(this.l, o);
+    this.count('reduceScatter', xs, (this.worldSize - 1) * o.bytes);
+  }
+
+  allToAll(_o: Tensor, _x: Tensor, _s: readonly number[], _r: readonly number[]): void {
+    throw new Error(
+      'allToAll is not implemented by the CUDA IPC communicator (use --comm nccl or cpu)',
+    );
+  }
+
+  broadcast(x: Tensor, root: number): void {
+    if (!(Number.isInteger(root) && root >= 0 && root < this.worldSize))
+      throw new Error(`broadcast: root ${root} is not a rank of ${this.worldSize}`);
+    const t = io(x, 'broadcast');
+    k.stageInput(this.l, t, 'broadcast');
+    k.launchBroadcast(this.l, t, root);
+    this.count('broadcast', t, this.rank === root ? (this.worldSize - 1) * t.bytes : 0);
+  }
+
+  /** Every rank's stream reaches the barrier kernel; this host waits for its own stream. */
+  barrier(): void {
+    k.launchBarrier(this.l);
+    this.l.ctx.dev.sync();
+    this.stats.add({ op: 'barrier', elems: 0, bytesSent: 0, bytesReceived: 0 });
+  }
+
+  /**
+   * The fused FFN reduction (seed 000): r ← r + round_h(Σ_ranks h), a ← GemmaRMSNorm(r; w),
+   * in one kernel, bit for bit what `allReduce(h)` then `Backend.addRmsNorm(a, r, h, w, eps)`
+   * give (h itself is left as it was: the fused op never writes the reduced sum).
+   */
+  allReduceAddRmsNorm(a: Tensor, r: Tensor, h: Tensor, w: Tensor, eps: number): void {
+    const hs = io(h, 'allReduceAddRmsNorm.h');
+    const rs = io(r, 'allReduceAddRmsNorm.r', undefined, hs.numel);
+    const as = io(a, 'allReduceAddRmsNorm.a', rs.dtype, hs.numel);
+    const ws = io(w, 'allReduceAddRmsNorm.w');
+    if (hs.numel % ws.numel !== 0)
+      throw new Error(`allReduceAddRmsNorm: h ${shapeStr(hs.shape)} is not rows of ${ws.numel}`);
+    k.stageInput(this.l, hs, 'allReduceAddRmsNorm');
+    k.launchAddRmsNorm(this.l, { a: as, r: rs, w: ws, th: hs.dtype === 'bf16' ? 'b' : 'f' }, eps);
+    this.count('allReduce', hs, (this.worldSize - 1) * hs.bytes);
+  }
+
+  /** Frees this rank's buffer and unmaps the peers' (after every rank's last collective). */
+  close(): void {
+    this.l.buffers.close();
+  }
+
+  private count(op: CollectiveOp, x: CudaTensor, sent: number): void {
+    this.stats.add({ op, elems: x.numel, bytesSent: sent, bytesReceived: sent });
+  }
+}
+
+/** A bf16 or f32 CUDA tensor (of `dtype` and `numel` when given). */
+function io(t: Tensor, what: string, dtype?: string, numel?: number): CudaTensor {
+  const c = cuda(t, what, ['bf16', 'f32']);
+  if (dtype !== undefined && c.dtype !== dtype)
+    throw new Error(`${what}: dtype ${c.dtype}, expected ${dtype}`);
+  if (numel !== undefined && c.numel !== numel)
+    throw new Error(`${what}: ${shapeStr(c.shape)} does not hold ${numel} elements`);
+  if (c.bytes !== c.numel * DTYPE_BYTES[c.dtype]) throw new Error(`${what}: not contiguous`);
+  return c;
+}
+
+/**
+ * This rank of a group of processes (one GPU shared, or several): allocates its buffer,
+ * exchanges IPC handles with every peer over the group's data connections, opens theirs.
+ */
+export async function createCudaIpcCommunicator(
+  rank: number,
+  worldSize: number,
+  peers: readonly (FramedSocket | null)[],
+  backend: Backend,
+  o: CudaIpcOptions,
+): Promise<CudaIpcCommunicator> {
+  if (!(backend instanceof CudaBackend))
+    throw new Error('--comm ipc needs the CUDA backend (--backend cuda)');
+  if (peers.length !== worldSize)
+    throw new Error(`IPC communicator: ${peers.length} peers for ${worldSize} ranks`);
+  const dev = backend.dev;
+  const blocks = maxBlocks(dev.smCount, o.ranksPerDevice);
+  const buffers = await IpcBuffers.connect(
+    dev,
+    rank,
+    peers,
+    o.maxBytes,
+    blocks,
+    o.timeoutMs ?? 60_000,
+  );
+  return new CudaIpcCommunicator(
+    { ctx: backend.ctx, buffers, maxBlocks: blocks },
+    o.oneShotMaxBytes,
+  );
+}
+
+/**
+ * W ranks as W streams of one process on one GPU (each `devs[r]` its own stream in the same
+ * context), sharing one kernel cache: the kernels run concurrently, as on W GPUs.
+ */
+export function createStreamIpcGroup(
+  devs: readonly CudaDevice[],
+  kernels: KernelCache,
+  o: Omit<CudaIpcOptions, 'ranksPerDevice' | 'timeoutMs'>,
+): CudaIpcCommunicator[] {
+  const blocks = maxBlocks(devs[0]!.smCount, devs.length);
+  return IpcBuffers.local(devs, o.maxBytes).map(
+    (buffers, r) =>
+      new CudaIpcCommunicator(
+        { ctx: { dev: devs[r]!, kernels }, buffers, maxBlocks: blocks },
+        o.oneShotMaxBytes,
+      ),
+  );
+}
