@@ -17,6 +17,7 @@ import { type Row, printTable } from './check-util.js';
 import { checkEngineGreedy } from './engine-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
+import { checkMoePaths } from './moe-check.js';
 import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkSampler } from './sampler-check.js';
@@ -37,7 +38,11 @@ async function main(): Promise<void> {
   const all: Row[] = [];
   if (only.has('smoke')) result['ceilings'] = smoke(gpu);
   if (only.has('ops')) {
-    const rows = [...checkOps(cpu, gpu), ...checkPrefillAttention(cpu, gpu)];
+    const rows = [
+      ...checkOps(cpu, gpu),
+      ...checkPrefillAttention(cpu, gpu),
+      ...checkMoePaths(cpu, gpu),
+    ];
     printTable('ops: CUDA vs CPU', rows);
     all.push(...rows);
   }

@@ -384,7 +384,7 @@ export class CudaBackend implements Backend {
     experts: ExpertWeights,
     o: MoeOptions,
   ): void {
-    moe(this.ctx, out, x, ids, weights, experts, o);
+    moe(this.ctx, this.gemm, out, x, ids, weights, experts, o);
   }
 
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {

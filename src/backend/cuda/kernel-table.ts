@@ -307,6 +307,20 @@ export const MOE_COMBINE = kernel({
   launch: 'grid (T), block 256',
 });
 
+// ------------------------------------------------------------------ kernels/moe-expert-gemm.cu
+export const MOE_GATHER_ROWS = kernel({
+  file: 'moe-expert-gemm',
+  names: ['moe_gather_rows'],
+  args: { xs: 'ptr', x: 'ptr', perm: 'ptr', Kw: 'i32', D: 'i32' },
+  launch: 'grid (n), block 128',
+});
+export const MOE_COMBINE_SCALED = kernel({
+  file: 'moe-expert-gemm',
+  names: variants('moe_combine_scaled_', B),
+  args: { out: 'ptr', y: 'ptr', slotRow: 'ptr', rw: 'ptr', Kw: 'i32', D: 'i32' },
+  launch: 'grid (T), block 256',
+});
+
 // ------------------------------------------------------------------ kernels/sampling.cu
 export const SAMPLE_ROWS = kernel({
   file: 'sampling',

@@ -16,6 +16,8 @@ import {
   MOE_SCATTER,
   ROUTER_TOPK,
 } from './kernel-table.js';
+import type { CublasGemm } from './cublas-gemm.js';
+import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 export function routerTopK(
@@ -103,6 +105,7 @@ function planMoe(
   E: number,
   Kw: number,
   mma: boolean,
+  path: MoeGemmPath,
 ): MoePlan {
   const n = T * Kw;
   const BT = mma ? tileRows(n, E) : 1 << 30;
@@ -118,7 +121,8 @@ function planMoe(
     perm: n * 4,
     slotRow: n * 4,
     act: n * I * (mma ? 2 : 4),
-    y: n * D * 4,
+    // The per-expert path keeps gate|up [n, 2I] f32 here before the down output.
+    y: n * (path === 'per-expert-cublas' ? Math.max(D, 2 * I) : D) * 4,
   };
   const buf = Object.fromEntries(
     BUFFERS.map((b) => [b, ctx.ws.get(`moe.${b}`, bytes[b])]),
@@ -247,14 +251,21 @@ function scalarGemms(
   );
 }
 
+/**
+ * out [T, D] = sum over each token's Kw experts of weight * expert(x). `path` defaults to
+ * `moeGemmPath` (per-expert cuBLAS for bf16 prefill batches outside graph capture, tile
+ * kernels otherwise); the GPU checks pass it to compare the two.
+ */
 export function moe(
   ctx: OpContext,
+  gemm: CublasGemm,
   out: Tensor,
   x: Tensor,
   ids: Tensor,
   weights: Tensor,
   ew: ExpertWeights,
   o: MoeOptions,
+  path?: MoeGemmPath,
 ): void {
   const [T, D] = x.shape as [number, number];
   const E = ew.numLocalExperts;
@@ -267,8 +278,19 @@ export function moe(
   const gu = cuda(ew.gateUp, 'moe.gateUp', ['bf16', 'f32'], [E, 2 * I, D]);
   const dn = cuda(ew.down, 'moe.down', [gu.dtype], [E, D, I]);
   const mma = gu.dtype === 'bf16' && xi.dtype === 'bf16' && D % 64 === 0 && I % 64 === 0;
-  const p = planMoe(ctx, T, D, I, E, Kw, mma);
+  const how = path ?? moeGemmPath(T, mma, ctx.dev.isCapturing);
+  if (how === 'per-expert-cublas' && !mma)
+    throw new Error(
+      'moe: the per-expert cuBLAS path needs bf16 weights and input, D and I multiples of 64',
+    );
+  const p = planMoe(ctx, T, D, I, E, Kw, mma, how);
   permute(ctx, p, ii.ptr, ew.firstExpert);
+  if (how === 'per-expert-cublas') {
+    const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
+    const operands = { gateUp: gu.ptr, down: dn.ptr, x: xi.ptr, rw: wi.ptr, out: xo.ptr };
+    perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
+    return;
+  }
   if (mma) mmaGemms(ctx, p, gu.ptr, xi.ptr, dn.ptr, wi.ptr, o);
   else
     scalarGemms(

@@ -1,0 +1,139 @@
+/**
+ * The MoE expert GEMMs of a prefill batch as one cuBLAS GEMM per expert (kernels/moe-expert-gemm.cu
+ * holds the gather and the weighted combine around them).
+ *
+ * Why: at prefill every expert holds tens to hundreds of token rows, where cuBLAS runs near the
+ * GEMM rate and the tile kernels of moe.cu (built for decode: few rows per expert, capturable)
+ * do not. The price is a host read of the per-expert row counts, so this path is never taken
+ * while a CUDA graph is captured; `moeGemmPath` decides.
+ *
+ * Arithmetic: each output element is an fp32 dot product over bf16 operands (cuBLAS,
+ * CUBLAS_COMPUTE_32F), gate|up stay fp32 into SwiGLU-OAI, whose result is rounded to bf16 once,
+ * as in moe_mma_gu; the routing weight multiplies the fp32 down output in the combine, as
+ * moe_mma_down's epilogue does. Only the order of the K-sums differs from the tile kernels.
+ */
+import type { MoeOptions } from '../backend.js';
+import type { CublasGemm } from './cublas-gemm.js';
+import { launchKernel } from './kernel-launch.js';
+import { MOE_COMBINE_SCALED, MOE_GATHER_ROWS, SWIGLU } from './kernel-table.js';
+import { strideGrid, type OpContext } from './op-context.js';
+
+/** How a batch's expert GEMMs run. */
+export type MoeGemmPath = 'tiles' | 'per-expert-cublas';
+
+/**
+ * Token count from which a bf16 batch outside graph capture takes the per-expert cuBLAS path.
+ * Chosen by `npm run bench:moe-gpu` (docs/benchmarks/moe-prefill.md): below it the tile
+ * kernels win or the host read of the counts is not paid back.
+ */
+export const MOE_CUBLAS_MIN_TOKENS = 512;
+
+export function moeGemmPath(T: number, tensorCores: boolean, capturing: boolean): MoeGemmPath {
+  return tensorCores && !capturing && T >= MOE_CUBLAS_MIN_TOKENS ? 'per-expert-cublas' : 'tiles';
+}
+
+/** Device buffers of the permutation (moe-ops.ts `permute` filled them). */
+export interface MoePermutation {
+  readonly T: number;
+  readonly D: number;
+  readonly I: number;
+  readonly E: number;
+  readonly Kw: number;
+  /** Token slots, T * Kw. */
+  readonly n: number;
+  /** [E + 1] i32: first permuted row of each expert. */
+  readonly offsets: number;
+  /** [n] i32: permuted row -> token slot. */
+  readonly perm: number;
+  /** [n] i32: token slot -> permuted row, or -1. */
+  readonly slotRow: number;
+  /** [n, I] bf16 activations. */
+  readonly act: number;
+  /** [n, max(2I, D)] f32: gate|up, then the down output. */
+  readonly y: number;
+}
+
+export interface ExpertOperands {
+  /** [E, 2I, D] bf16: gate rows 0..I, up rows I..2I per expert. */
+  readonly gateUp: number;
+  /** [E, D, I] bf16. */
+  readonly down: number;
+  /** [T, D] bf16 input rows. */
+  readonly x: number;
+  /** [T, Kw] f32 routing weights. */
+  readonly rw: number;
+  /** [T, D] output and its type letter. */
+  readonly out: number;
+  readonly outLetter: 'b' | 'f';
+}
+
+/** Rows per expert, read from the device (waits for the stream). */
+function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
+  const off = new Int32Array(p.E + 1);
+  ctx.dev.download(off, p.offsets);
+  return off;
+}
+
+export function perExpertCublasGemms(
+  ctx: OpContext,
+  gemm: CublasGemm,
+  p: MoePermutation,
+  w: ExpertOperands,
+  o: MoeOptions,
+): void {
+  const { T, D, I, E, Kw, n } = p;
+  const off = expertOffsets(ctx, p);
+  const xs = ctx.ws.get('moe.xs', n * D * 2); // [n, D] bf16, rows grouped by expert
+  const h = p.y; // gate|up [n, 2I] f32 and down [n, D] f32 never live at once
+  launchKernel(
+    ctx,
+    MOE_GATHER_ROWS,
+    'moe_gather_rows',
+    { grid: [n, 1, 1], block: [128, 1, 1] },
+    { xs, x: w.x, perm: p.perm, Kw, D },
+  );
+  for (let e = 0; e < E; e++) {
+    const rows = off[e + 1]! - off[e]!;
+    if (rows === 0) continue;
+    const r0 = off[e]!;
+    gemm.gemm(
+      h + r0 * 2 * I * 4,
+      'f32',
+      xs + r0 * D * 2,
+      w.gateUp + e * 2 * I * D * 2,
+      'bf16',
+      rows,
+      2 * I,
+      D,
+    );
+  }
+  launchKernel(
+    ctx,
+    SWIGLU,
+    'swiglu_bf',
+    { grid: strideGrid(ctx, n * I), block: [256, 1, 1] },
+    { out: p.act, gu: h, M: n, I, alpha: o.alpha, limit: o.limit },
+  );
+  for (let e = 0; e < E; e++) {
+    const rows = off[e + 1]! - off[e]!;
+    if (rows === 0) continue;
+    const r0 = off[e]!;
+    gemm.gemm(
+      h + r0 * D * 4,
+      'f32',
+      p.act + r0 * I * 2,
+      w.down + e * D * I * 2,
+      'bf16',
+      rows,
+      D,
+      I,
+    );
+  }
+  launchKernel(
+    ctx,
+    MOE_COMBINE_SCALED,
+    `moe_combine_scaled_${w.outLetter}`,
+    { grid: [T, 1, 1], block: [256, 1, 1] },
+    { out: w.out, y: h, slotRow: p.slotRow, rw: w.rw, Kw, D },
+  );
+}
