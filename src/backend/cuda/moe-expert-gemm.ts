@@ -23,10 +23,11 @@ export type MoeGemmPath = 'tiles' | 'per-expert-cublas';
 
 /**
  * Token count from which a bf16 batch outside graph capture takes the per-expert cuBLAS path.
- * Chosen by `npm run bench:moe-gpu` (docs/benchmarks/moe-prefill.md): below it the tile
- * kernels win or the host read of the counts is not paid back.
+ * Chosen by `npm run bench:moe-gpu` (docs/benchmarks/moe-prefill.md, one H200, M3 expert shape):
+ * the tile kernels win at 1,024 tokens (4.72 vs 5.29 ms), cuBLAS at 2,048 (5.58 vs 7.17 ms);
+ * the lines cross near 1,300.
  */
-export const MOE_CUBLAS_MIN_TOKENS = 512;
+export const MOE_CUBLAS_MIN_TOKENS = 1280;
 
 export function moeGemmPath(T: number, tensorCores: boolean, capturing: boolean): MoeGemmPath {
   return tensorCores && !capturing && T >= MOE_CUBLAS_MIN_TOKENS ? 'per-expert-cublas' : 'tiles';
