@@ -15,6 +15,7 @@ const KERNEL_MODULES = [
   ['matmul-packed.wat', 'MATMUL_PACKED_WASM_BASE64', (t) => t],
   ['matmul-packed.wat', 'MATMUL_PACKED_BF16_WASM_BASE64', packedBf16Variant],
   ['attention.wat', 'ATTENTION_WASM_BASE64', (t) => t],
+  ['rowops.wat', 'ROWOPS_WASM_BASE64', (t) => t],
 ];
 
 const dir = fileURLToPath(new URL('../src/backend/cpu/wasm/', import.meta.url));

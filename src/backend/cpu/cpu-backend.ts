@@ -16,8 +16,7 @@ import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
 import { KernelWeights } from './kernel-weights.js';
 import { writeCacheRows } from './ops/attention.js';
-import { moeRows, routerTopKRows, swigluOaiRows } from './ops/moe.js';
-import { addRmsNormRows, rmsNormRows } from './ops/norm.js';
+import { moeRows, routerTopKRows } from './ops/moe.js';
 import { ropeNeox } from './ops/rope.js';
 import { CpuKernels, type CpuKernelsOptions } from './wasm/cpu-kernels.js';
 
@@ -144,12 +143,13 @@ export class CpuBackend implements Backend {
   }
 
   rmsNorm(out: Tensor, x: Tensor, w: Tensor, eps: number): void {
-    rmsNormRows(f32(out, 'rmsNorm.out', x.shape), f32(x, 'rmsNorm.x'), f32(w, 'rmsNorm.w'), eps);
+    const o = f32(out, 'rmsNorm.out', x.shape);
+    this.kernels.rmsNorm(o, f32(x, 'rmsNorm.x'), f32(w, 'rmsNorm.w'), eps);
   }
 
   addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void {
     const r = f32(residual, 'addRmsNorm.residual', x.shape);
-    addRmsNormRows(
+    this.kernels.addRmsNorm(
       f32(out, 'addRmsNorm.out', x.shape),
       r,
       f32(x, 'addRmsNorm.x'),
@@ -177,7 +177,7 @@ export class CpuBackend implements Backend {
     const o = f32(out, 'add.out', a.shape);
     const av = f32(a, 'add.a');
     const bv = f32(b, 'add.b', a.shape);
-    for (let i = 0; i < o.length; i++) o[i] = av[i]! + bv[i]!;
+    this.kernels.add(o, av, bv, a.shape[a.shape.length - 1] ?? 1);
   }
 
   rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void {
@@ -243,7 +243,7 @@ export class CpuBackend implements Backend {
   swigluOai(out: Tensor, gateUp: Tensor, alpha: number, limit: number): void {
     const I = out.shape[out.shape.length - 1]!;
     const M = numel(out.shape) / I;
-    swigluOaiRows(
+    this.kernels.swiglu(
       f32(out, 'swigluOai.out'),
       f32(gateUp, 'swigluOai.gateUp', [M, 2 * I]),
       I,

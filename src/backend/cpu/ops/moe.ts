@@ -82,7 +82,7 @@ export function moeRows(
     const gu = k.heap.f32(n * 2 * I);
     k.matmul(gu, xs, gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), n, 2 * I, D);
     const act = k.heap.f32(n * I);
-    swigluOaiRows(act, gu, I, o.alpha, o.limit);
+    k.swiglu(act, gu, I, o.alpha, o.limit);
     const y = k.heap.f32(n * D);
     k.matmul(y, act, down.subarray(e * D * I, (e + 1) * D * I), n, D, I);
     entries.forEach((r, i) => {

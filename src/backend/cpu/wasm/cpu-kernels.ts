@@ -2,7 +2,9 @@ import type { MsaOptions } from '../../backend.js';
 import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
 import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
 import { matmulF32, panelRows } from '../ops/matmul.js';
+import { swigluOaiRows } from '../ops/moe.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
+import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { PackedPanels, unpackPanels } from '../packed-panels.js';
 import {
@@ -11,6 +13,7 @@ import {
   MATMUL_PACKED_BF16_WASM_BASE64,
   MATMUL_PACKED_WASM_BASE64,
   MATMUL_WASM_BASE64,
+  ROWOPS_WASM_BASE64,
 } from './kernels-wasm.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
@@ -29,7 +32,8 @@ function compile(b64: string): object {
 }
 
 // prettier-ignore
-const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select'] as const;
+const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
+  'rms_norm', 'add_rms_norm', 'add', 'swiglu'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
@@ -79,6 +83,7 @@ export class CpuKernels {
       MATMUL_PACKED_WASM_BASE64,
       MATMUL_PACKED_BF16_WASM_BASE64,
       ATTENTION_WASM_BASE64,
+      ROWOPS_WASM_BASE64,
     ].map(compile);
     const exports: Record<string, unknown> = {};
     for (const m of modules)
@@ -205,6 +210,65 @@ export class CpuKernels {
         T, i, units, n, S, Hi, Di, o.topk, o.initBlocks, o.localBlocks, s.byteOffset, s.byteOffset + 4 * maxBlocks]);
     }
     this.pool.run(rows);
+  }
+
+  /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
+  rmsNorm(out: Float32Array, x: Float32Array, w: Float32Array, eps: number): void {
+    const n = w.length;
+    if (!this.rowsInHeap([out, x, w], n)) return rmsNormRows(out, x, w, eps);
+    const [o, xp, wp] = [out.byteOffset, x.byteOffset, w.byteOffset];
+    this.byRows('rms_norm', x.length / n, 4 * n, (r0, r1) => [o, xp, wp, r0, r1, n, eps]);
+  }
+
+  /** residual += x, then out = RMSNorm(residual); see Backend.addRmsNorm. */
+  addRmsNorm(
+    out: Float32Array,
+    residual: Float32Array,
+    x: Float32Array,
+    w: Float32Array,
+    eps: number,
+  ): void {
+    const n = w.length;
+    if (!this.rowsInHeap([out, residual, x, w], n)) return addRmsNormRows(out, residual, x, w, eps);
+    const [o, rp, xp, wp] = [out.byteOffset, residual.byteOffset, x.byteOffset, w.byteOffset];
+    this.byRows('add_rms_norm', x.length / n, 5 * n, (r0, r1) => [o, rp, xp, wp, r0, r1, n, eps]);
+  }
+
+  /** out = a + b, elementwise over rows of `width` values. */
+  add(out: Float32Array, a: Float32Array, b: Float32Array, width: number): void {
+    if (!this.rowsInHeap([out, a, b], width)) {
+      for (let i = 0; i < out.length; i++) out[i] = a[i]! + b[i]!;
+      return;
+    }
+    const [o, ap, bp] = [out.byteOffset, a.byteOffset, b.byteOffset];
+    this.byRows('add', a.length / width, width, (r0, r1) => [o, ap, bp, r0, r1, width]);
+  }
+
+  /** SwiGLU-OAI, gu [M, 2I] → out [M, I]; see Backend.swigluOai. */
+  swiglu(out: Float32Array, gu: Float32Array, I: number, alpha: number, limit: number): void {
+    if (!this.rowsInHeap([out, gu], I)) return swigluOaiRows(out, gu, I, alpha, limit);
+    const [o, g] = [out.byteOffset, gu.byteOffset];
+    this.byRows('swiglu', out.length / I, 30 * I, (r0, r1) => [o, g, r0, r1, I, alpha, limit]);
+  }
+
+  /** Whether the row kernels can run: all operands in the heap, rows of whole vectors. */
+  private rowsInHeap(arrays: readonly Float32Array[], width: number): boolean {
+    return width % 4 === 0 && arrays.every((a) => this.heap.owns(a));
+  }
+
+  /** One row kernel over `rows` rows, cut into chunks of consecutive rows. */
+  private byRows(
+    fn: (typeof EXPORTS)[number],
+    rows: number,
+    flopsPerRow: number,
+    args: (r0: number, r1: number) => number[],
+  ): void {
+    const n = Math.min(rows, this.chunksFor(rows * flopsPerRow));
+    const chunk = Math.ceil(rows / Math.max(1, n));
+    const list: Row[] = [];
+    for (let r0 = 0; r0 < rows; r0 += chunk)
+      list.push([fn, ...args(r0, Math.min(rows, r0 + chunk))]);
+    this.pool.run(list);
   }
 
   /**

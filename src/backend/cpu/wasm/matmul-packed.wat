@@ -41,7 +41,7 @@
         (local.set $c30 (f32x4.add (local.get $c30) (f32x4.mul (local.get $a) (local.get $lo))))
         (local.set $c31 (f32x4.add (local.get $c31) (f32x4.mul (local.get $a) (local.get $hi))))
         (local.set $k (i32.add (local.get $k) (i32.const 4)))
-        (local.set $wk (i32.add (local.get $wk) (i32.mul (local.get $ws) (i32.const 1))))
+        (local.set $wk (i32.add (local.get $wk) (local.get $ws)))
         (br $next)))
     (v128.store (local.get $op) (local.get $c00))
     (v128.store offset=16 (local.get $op) (local.get $c01))

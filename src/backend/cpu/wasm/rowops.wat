@@ -1,0 +1,154 @@
+;; Per-row float32 ops of a step in 128-bit SIMD, on rows [r0, r1) (the thread pool cuts a step's
+;; rows into chunks; each row is computed the same way in any chunk, so results do not depend
+;; on the thread count): Gemma RMSNorm, residual add + RMSNorm, SwiGLU-OAI, elementwise add.
+;; Row widths must be multiples of 4; pointers are byte offsets into the shared memory; an
+;; output may be its input. The float64 JS kernels in ../ops are the reference (float32
+;; rounding apart). Tested by src/backend/cpu/wasm/wasm-rowops.test.ts.
+(module
+  (import "env" "memory" (memory 1 65536 shared))
+
+  (func $hsum (param $v v128) (result f32)
+    (f32.add
+      (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
+      (f32.add (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
+
+  ;; e^x per lane for x <= 0 (Cephes expf: x = n*ln2 + r, degree-6 polynomial in r, times 2^n);
+  ;; lanes below -87 (and -inf) give exactly 0.
+  (func $exp4 (param $x v128) (result v128)
+    (local $tiny v128) (local $n v128) (local $r v128) (local $p v128)
+    (local.set $tiny (f32x4.lt (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+    (local.set $x (f32x4.max (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+    (local.set $n (f32x4.nearest (f32x4.mul (local.get $x)
+      (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))))
+    (local.set $r (f32x4.sub (local.get $x) (f32x4.mul (local.get $n)
+      (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375))))
+    (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $n)
+      (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
+    (local.set $p (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+      (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)))
+    ;; y = p*r^2 + r + 1
+    (local.set $p (f32x4.add
+      (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
+      (v128.const f32x4 1 1 1 1)))
+    ;; * 2^n, n in [-126, 0]: build the float's exponent field
+    (local.set $p (f32x4.mul (local.get $p)
+      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (v128.const i32x4 127 127 127 127))
+                 (i32.const 23))))
+    (v128.andnot (local.get $p) (local.get $tiny)))
+
+  ;; One row of n4 bytes: out = x / sqrt(mean(x²) + eps) · (1 + w).
+  (func $norm_row (param $op i32) (param $xp i32) (param $w i32) (param $n4 i32) (param $eps f32)
+    (local $i i32) (local $ss v128) (local $x v128) (local $inv v128)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
+        (local.set $x (v128.load (i32.add (local.get $xp) (local.get $i))))
+        (local.set $ss (f32x4.add (local.get $ss) (f32x4.mul (local.get $x) (local.get $x))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next)))
+    (local.set $inv (f32x4.splat (f32.div (f32.const 1) (f32.sqrt (f32.add
+      (f32.div (call $hsum (local.get $ss)) (f32.convert_i32_u (i32.shr_u (local.get $n4) (i32.const 2))))
+      (local.get $eps))))))
+    (local.set $i (i32.const 0))
+    (block $done2
+      (loop $next2
+        (br_if $done2 (i32.ge_u (local.get $i) (local.get $n4)))
+        (v128.store (i32.add (local.get $op) (local.get $i))
+          (f32x4.mul (f32x4.mul (v128.load (i32.add (local.get $xp) (local.get $i))) (local.get $inv))
+                     (f32x4.add (v128.const f32x4 1 1 1 1) (v128.load (i32.add (local.get $w) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next2))))
+
+  ;; a[i] += b[i] over n4 bytes.
+  (func $add_into (param $ap i32) (param $bp i32) (param $n4 i32)
+    (local $i i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
+        (v128.store (i32.add (local.get $ap) (local.get $i))
+          (f32x4.add (v128.load (i32.add (local.get $ap) (local.get $i))) (v128.load (i32.add (local.get $bp) (local.get $i)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next))))
+
+  ;; Gemma RMSNorm of rows [r0, r1) of n values: out = x / sqrt(mean(x²) + eps) · (1 + w).
+  (func (export "rms_norm") (param $out i32) (param $x i32) (param $w i32) (param $r0 i32) (param $r1 i32) (param $n i32) (param $eps f32)
+    (local $r i32) (local $n4 i32)
+    (local.set $n4 (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $r (local.get $r0))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $r) (local.get $r1)))
+        (call $norm_row (i32.add (local.get $out) (i32.mul (local.get $r) (local.get $n4)))
+          (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $n4))) (local.get $w) (local.get $n4) (local.get $eps))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $next))))
+
+  ;; res += x, then out = RMSNorm(res), rows [r0, r1) of n values.
+  (func (export "add_rms_norm") (param $out i32) (param $res i32) (param $x i32) (param $w i32) (param $r0 i32) (param $r1 i32) (param $n i32) (param $eps f32)
+    (local $r i32) (local $n4 i32) (local $off i32)
+    (local.set $n4 (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $r (local.get $r0))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $r) (local.get $r1)))
+        (local.set $off (i32.mul (local.get $r) (local.get $n4)))
+        (call $add_into (i32.add (local.get $res) (local.get $off)) (i32.add (local.get $x) (local.get $off)) (local.get $n4))
+        (call $norm_row (i32.add (local.get $out) (local.get $off)) (i32.add (local.get $res) (local.get $off))
+          (local.get $w) (local.get $n4) (local.get $eps))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $next))))
+
+  ;; out = a + b over rows [r0, r1) of n values.
+  (func (export "add") (param $out i32) (param $a i32) (param $b i32) (param $r0 i32) (param $r1 i32) (param $n i32)
+    (local $i i32) (local $end i32)
+    (local.set $i (i32.mul (local.get $r0) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $end (i32.mul (local.get $r1) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $end)))
+        (v128.store (i32.add (local.get $out) (local.get $i))
+          (f32x4.add (v128.load (i32.add (local.get $a) (local.get $i))) (v128.load (i32.add (local.get $b) (local.get $i)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next))))
+
+  ;; SwiGLU-OAI of rows [r0, r1): gu [M, 2I] -> out [M, I]; g = min(gate, L), u = clamp(up, -L, L),
+  ;; out = g·σ(α·g)·(u + 1), σ(z) from e = e^(-|z|) (never overflows): 1/(1+e) for z >= 0, e/(1+e) below.
+  (func (export "swiglu") (param $out i32) (param $gu i32) (param $r0 i32) (param $r1 i32) (param $I i32) (param $alpha f32) (param $limit f32)
+    (local $r i32) (local $i i32) (local $I4 i32) (local $gp i32) (local $op i32)
+    (local $g v128) (local $u v128) (local $z v128) (local $e v128) (local $s v128) (local $L v128)
+    (local.set $I4 (i32.shl (local.get $I) (i32.const 2)))
+    (local.set $L (f32x4.splat (local.get $limit)))
+    (local.set $r (local.get $r0))
+    (block $rows_done
+      (loop $row
+        (br_if $rows_done (i32.ge_u (local.get $r) (local.get $r1)))
+        (local.set $gp (i32.add (local.get $gu) (i32.mul (local.get $r) (i32.shl (local.get $I4) (i32.const 1)))))
+        (local.set $op (i32.add (local.get $out) (i32.mul (local.get $r) (local.get $I4))))
+        (local.set $i (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $i) (local.get $I4)))
+            (local.set $g (f32x4.min (v128.load (i32.add (local.get $gp) (local.get $i))) (local.get $L)))
+            (local.set $u (f32x4.max (f32x4.min (v128.load (i32.add (i32.add (local.get $gp) (local.get $I4)) (local.get $i))) (local.get $L))
+                                     (f32x4.neg (local.get $L))))
+            (local.set $z (f32x4.mul (local.get $g) (f32x4.splat (local.get $alpha))))
+            (local.set $e (call $exp4 (f32x4.neg (f32x4.abs (local.get $z)))))
+            (local.set $s (f32x4.div
+              (v128.bitselect (v128.const f32x4 1 1 1 1) (local.get $e) (f32x4.ge (local.get $z) (v128.const f32x4 0 0 0 0)))
+              (f32x4.add (v128.const f32x4 1 1 1 1) (local.get $e))))
+            (v128.store (i32.add (local.get $op) (local.get $i))
+              (f32x4.mul (f32x4.mul (local.get $g) (local.get $s)) (f32x4.add (local.get $u) (v128.const f32x4 1 1 1 1))))
+            (local.set $i (i32.add (local.get $i) (i32.const 16)))
+            (br $next)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+)
