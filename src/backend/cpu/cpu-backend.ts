@@ -17,11 +17,13 @@ import { fillRandomHost } from './fill-random.js';
 import { KernelWeights } from './kernel-weights.js';
 import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows } from './ops/moe.js';
-import { ropeNeox } from './ops/rope.js';
+import { ropeNeox, ropeTable, type RopeTable } from './ops/rope.js';
 import { CpuKernels, type CpuKernelsOptions } from './wasm/cpu-kernels.js';
 
 interface CpuBatchMeta extends BatchMeta {
   readonly layout: BatchLayout;
+  /** RoPE cos/sin of the step's positions by "rotaryDim theta", computed at first use. */
+  readonly rope: Map<string, RopeTable>;
 }
 
 /**
@@ -127,6 +129,7 @@ export class CpuBackend implements Backend {
       layout,
       numTokens: layout.numTokens,
       numLogitRows: layout.logitRows.length,
+      rope: new Map(),
     };
     return meta;
   }
@@ -182,14 +185,14 @@ export class CpuBackend implements Backend {
 
   rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void {
     const data = f32(x, 'rope.x', [meta.numTokens, o.numHeads * o.headDim]);
-    ropeNeox(
-      data,
-      (meta as CpuBatchMeta).layout.positions,
-      o.numHeads,
-      o.headDim,
-      o.rotaryDim,
-      o.theta,
-    );
+    const m = meta as CpuBatchMeta;
+    const key = `${o.rotaryDim} ${o.theta}`;
+    let table = m.rope.get(key);
+    if (!table) {
+      table = ropeTable(m.layout.positions, o.rotaryDim, o.theta);
+      m.rope.set(key, table);
+    }
+    ropeNeox(data, table, o.numHeads, o.headDim, o.rotaryDim);
   }
 
   writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void {

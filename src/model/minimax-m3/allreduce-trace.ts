@@ -85,18 +85,20 @@ export class AllReduceTrace {
     b.addRmsNorm(t.a, t.r, t.h, t.w, cfg.rmsNormEps);
     const native = { r: b.readF32(t.r), a: b.readF32(t.a) };
     // Fused: the variant's one-shot arithmetic on the same partials and residual.
-    const fused = { r: residualIn, a: new Float32Array(residualIn.length) };
+    const fusedR = residualIn;
     reduceAddNormRows({
       partials,
-      residual: fused.r,
-      out: fused.a,
+      residual: fusedR,
+      out: new Float32Array(residualIn.length),
       weight: b.readF32(t.w),
       eps: cfg.rmsNormEps,
       variant: this.o.variant,
       activation: activationRounding(b, t.r),
     });
-    b.write(t.r, fused.r);
-    b.write(t.a, fused.a);
+    // the definition's norm is the backend's (its float32 SIMD norm, not the host's float64 one)
+    b.write(t.r, fusedR);
+    b.rmsNorm(t.a, t.r, t.w, cfg.rmsNormEps);
+    const fused = { r: fusedR, a: b.readF32(t.a) };
     this.write({
       step: this.step,
       layer_id: site.layer,

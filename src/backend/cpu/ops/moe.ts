@@ -21,7 +21,10 @@ export function swigluOaiRows(
   }
 }
 
-/** Sigmoid router with selection bias; see Backend.routerTopK. */
+/**
+ * Sigmoid router with selection bias; see Backend.routerTopK. The top K by biased score, ties
+ * to the lower expert id, picked by K scans (what a sort by (score desc, id asc) puts first).
+ */
 export function routerTopKRows(
   ids: Int32Array,
   weights: Float32Array,
@@ -33,17 +36,24 @@ export function routerTopKRows(
   const T = logits.length / E;
   const width = o.topK + (o.sharedExpertId === null ? 0 : 1);
   const s = new Float64Array(E);
-  const order = Array.from({ length: E }, (_, e) => e);
+  const sel = new Float64Array(E);
+  const taken = new Uint8Array(E);
   for (let t = 0; t < T; t++) {
-    for (let e = 0; e < E; e++) s[e] = 1 / (1 + Math.exp(-logits[t * E + e]!));
-    const sel = (e: number): number => s[e]! + (bias ? bias[e]! : 0);
-    order.sort((a, b) => sel(b) - sel(a) || a - b);
-    let sum = 0;
-    for (let j = 0; j < o.topK; j++) sum += s[order[j]!]!;
-    for (let j = 0; j < o.topK; j++) {
-      ids[t * width + j] = order[j]!;
-      weights[t * width + j] = (s[order[j]!]! / sum) * o.scale;
+    for (let e = 0; e < E; e++) {
+      s[e] = 1 / (1 + Math.exp(-logits[t * E + e]!));
+      sel[e] = s[e]! + (bias ? bias[e]! : 0);
     }
+    taken.fill(0);
+    let sum = 0;
+    for (let j = 0; j < o.topK; j++) {
+      let best = -1;
+      for (let e = 0; e < E; e++) if (!taken[e] && (best < 0 || sel[e]! > sel[best]!)) best = e;
+      taken[best] = 1;
+      ids[t * width + j] = best;
+      sum += s[best]!;
+    }
+    for (let j = 0; j < o.topK; j++)
+      weights[t * width + j] = (s[ids[t * width + j]!]! / sum) * o.scale;
     if (o.sharedExpertId !== null) {
       ids[t * width + o.topK] = o.sharedExpertId;
       weights[t * width + o.topK] = 1;
