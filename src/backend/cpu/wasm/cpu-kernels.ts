@@ -39,6 +39,11 @@ type Row = [string, ...number[]];
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
 const MIN_PARALLEL_FLOPS = 200_000;
 const CHUNKS_PER_THREAD = 4;
+/**
+ * Below this many flops a job does not wake sleeping workers (it runs on the caller when they
+ * all sleep): waking one costs ~50–200 µs here, more than such a job takes on one thread.
+ */
+const MIN_WAKE_FLOPS = 4_000_000;
 /** Bytes of packed weights per cache panel (the columns one pass over x's rows reuses). */
 const PACKED_PANEL_BYTES = 128 * 1024;
 
@@ -50,6 +55,11 @@ export interface CpuKernelsOptions {
    * µs). Tests set 0 so that every kernel of a small model is split.
    */
   readonly minParallelFlops?: number;
+  /**
+   * Kernels of fewer flops do not wake sleeping workers (default 4M when minParallelFlops is
+   * not set, else minParallelFlops, so tests that split every kernel also wake the workers).
+   */
+  readonly minWakeFlops?: number;
 }
 
 /**
@@ -70,9 +80,11 @@ export class CpuKernels {
   private readonly tables = new StepTables(this.heap);
   private readonly scratch: HeapScratch[];
   private readonly minParallelFlops: number;
+  private readonly minWakeFlops: number;
 
   constructor(o: CpuKernelsOptions = {}) {
     this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
+    this.minWakeFlops = o.minWakeFlops ?? o.minParallelFlops ?? MIN_WAKE_FLOPS;
     const threads = o.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
       throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
@@ -135,7 +147,8 @@ export class CpuKernels {
     const tile = packed ? 8 : 4; // columns of a kernel tile: chunks cut between tiles
     const P = packed ? Math.max(8, Math.floor(PACKED_PANEL_BYTES / (wb * K)) & ~7) : panelRows(K);
     const [o, xp, wp] = [out.byteOffset, x.byteOffset, wd.byteOffset];
-    const n = this.chunksFor(2 * M * N * K);
+    const flops = 2 * M * N * K;
+    const n = this.chunksFor(flops);
     const rows: Row[] = [];
     if (n > 1 && N >= 4 * tile * n) {
       const chunk = Math.ceil(N / n / tile) * tile; // column slices of whole tiles
@@ -150,7 +163,7 @@ export class CpuKernels {
         rows.push([fn, o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N]);
       }
     }
-    this.pool.run(rows);
+    this.pool.run(rows, flops >= this.minWakeFlops);
   }
 
   /** Paged causal GQA attention (dense, or over `a.blocks`); see Backend.attention. */
@@ -169,7 +182,8 @@ export class CpuKernels {
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
     const blistLen = (maxBlocks + 3) & ~3;
     const units = T * a.numKvHeads;
-    const n = Math.min(units, this.chunksFor(4 * a.headDim * a.numHeads * T * maxKeys));
+    const flops = 4 * a.headDim * a.numHeads * T * maxKeys;
+    const n = Math.min(units, this.chunksFor(flops));
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
       const s = this.scratch[i]!.f32(blistLen + maxKeys + 8);
@@ -178,7 +192,7 @@ export class CpuKernels {
         this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
         a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, s.byteOffset + blistLen * 4]);
     }
-    this.pool.run(rows);
+    this.pool.run(rows, flops >= this.minWakeFlops);
   }
 
   /** MSA block selection; see Backend.msaSelect. */
@@ -201,7 +215,8 @@ export class CpuKernels {
     const { numIndexHeads: Hi, indexDim: Di } = o;
     const maxBlocks = Math.floor(this.tables.maxPos / S) + 1;
     const units = T * Hi;
-    const n = Math.min(units, this.chunksFor(2 * Di * units * (this.tables.maxPos + 1)));
+    const flops = 2 * Di * units * (this.tables.maxPos + 1);
+    const n = Math.min(units, this.chunksFor(flops));
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
       const s = this.scratch[i]!.f32(2 * maxBlocks + 4);
@@ -209,7 +224,7 @@ export class CpuKernels {
       rows.push(['msa_select', idxQ.byteOffset, idxK.byteOffset, this.tables.metaPtr, out.byteOffset,
         T, i, units, n, S, Hi, Di, o.topk, o.initBlocks, o.localBlocks, s.byteOffset, s.byteOffset + 4 * maxBlocks]);
     }
-    this.pool.run(rows);
+    this.pool.run(rows, flops >= this.minWakeFlops);
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
@@ -263,12 +278,13 @@ export class CpuKernels {
     flopsPerRow: number,
     args: (r0: number, r1: number) => number[],
   ): void {
-    const n = Math.min(rows, this.chunksFor(rows * flopsPerRow));
+    const flops = rows * flopsPerRow;
+    const n = Math.min(rows, this.chunksFor(flops));
     const chunk = Math.ceil(rows / Math.max(1, n));
     const list: Row[] = [];
     for (let r0 = 0; r0 < rows; r0 += chunk)
       list.push([fn, ...args(r0, Math.min(rows, r0 + chunk))]);
-    this.pool.run(list);
+    this.pool.run(list, flops >= this.minWakeFlops);
   }
 
   /**

@@ -11,7 +11,10 @@ import { Worker } from 'node:worker_threads';
  *
  * Synchronisation in a small SharedArrayBuffer: a generation counter wakes workers (they spin
  * briefly, then sleep in Atomics.wait); DONE counts finished chunks; ACTIVE counts workers
- * inside a job, and arguments are rewritten only when it is 0. Workers are unref'd (they never
+ * inside a job, and arguments are rewritten only when it is 0; SLEEPING counts workers in
+ * Atomics.wait. Waking one costs far more than a small job (measured here: ~160 µs median
+ * under load, the woken thread often preempting the caller on its core), so a job posted with
+ * `wake` false runs on the caller alone when every worker sleeps. Workers are unref'd (they never
  * keep the process alive) and `close()` ends them. A chunk that throws on a worker fails the
  * job on the caller; a job not finished in JOB_TIMEOUT_MS throws, so a misbehaving worker
  * cannot hang the engine.
@@ -23,6 +26,7 @@ const NEXT = 3; // next chunk to claim
 const NCHUNKS = 4;
 const DONE = 5;
 const ACTIVE = 6;
+const SLEEPING = 7; // workers inside Atomics.wait
 const ROW = 24; // float64 slots per chunk: export index, then up to 23 arguments
 const ARGS = 8; // float64 offset of chunk 0's row
 const SPIN = 20_000; // Atomics.load polls before sleeping (tens of µs)
@@ -47,7 +51,11 @@ let seen = 0; // the generation when the pool was made: jobs may be posted befor
 for (;;) {
   let spins = 0;
   while (Atomics.load(c, ${GEN}) === seen && spins < ${SPIN}) spins++;
-  if (Atomics.load(c, ${GEN}) === seen) Atomics.wait(c, ${GEN}, seen, 100);
+  if (Atomics.load(c, ${GEN}) === seen) {
+    Atomics.add(c, ${SLEEPING}, 1);
+    Atomics.wait(c, ${GEN}, seen, 100);
+    Atomics.sub(c, ${SLEEPING}, 1);
+  }
   if (Atomics.load(c, ${STOP}) !== 0) break;
   const g = Atomics.load(c, ${GEN});
   if (g === seen) continue;
@@ -105,14 +113,19 @@ export class ThreadPool {
     }
   }
 
-  /** Runs every chunk (in no fixed order, on any threads) and returns when all are done. */
-  run(chunks: readonly Chunk[]): void {
+  /**
+   * Runs every chunk (in no fixed order, on any threads) and returns when all are done. With
+   * `wake` false the chunks run on the caller when all workers sleep (a job too small to pay
+   * for waking one); the chunks compute the same elements either way.
+   */
+  run(chunks: readonly Chunk[], wake = true): void {
     if (this.closed) throw new Error('CPU thread pool: used after close()');
     if (this.broken)
       throw new Error(`CPU thread pool: a worker thread died: ${this.broken.message}`);
     if (chunks.length > MAX_CHUNKS)
       throw new Error(`CPU thread pool: ${chunks.length} chunks > ${MAX_CHUNKS}`);
-    if (this.threads === 1 || chunks.length <= 1) {
+    const asleep = !wake && Atomics.load(this.c, SLEEPING) === this.workers.length;
+    if (this.threads === 1 || chunks.length <= 1 || asleep) {
       for (const ch of chunks) this.call(ch);
       return;
     }
