@@ -1,12 +1,15 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,golden,sampler,engine,load]
+ *        [--only smoke,ops,golden,sampler,engine,load (default), comm, comm-procs]
+ *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
  * 4. the GPU sampler against the host sampler (sampler-check.ts), 5. greedy tokens through the
  * engine with CUDA graphs, with --enforce-eager and on the CPU (engine-check.ts),
- * 6. streamed and dummy loading on CUDA versus CPU, and the NaN/Inf scan (load-check.ts).
+ * 6. streamed and dummy loading on CUDA versus CPU, and the NaN/Inf scan (load-check.ts),
+ * 7. the CUDA IPC collectives and the fused all-reduce + add + norm with 2/4/8 ranks sharing
+ * the GPU as streams (comm-check.ts) and as processes (comm-process-check.ts).
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,6 +17,8 @@ import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { type Row, printTable } from './check-util.js';
+import { checkCommStreams } from './comm-check.js';
+import { checkCommProcesses } from './comm-process-check.js';
 import { checkEngineGreedy } from './engine-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
@@ -29,9 +34,14 @@ function arg(name: string, fallback: string): string {
 }
 
 async function main(): Promise<void> {
+  // Load every kernel of a module with it: a lazily loaded first launch may wait behind a
+  // kernel spinning for another rank (CUDA lazy-loading caveat for interdependent kernels).
+  process.env['CUDA_MODULE_LOADING'] ??= 'EAGER';
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
-  const only = new Set(arg('only', 'smoke,ops,golden,sampler,engine,load').split(','));
+  const only = new Set(
+    arg('only', 'smoke,ops,golden,sampler,engine,load').split(','),
+  );
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
   const result: Record<string, unknown> = {};
@@ -77,12 +87,35 @@ async function main(): Promise<void> {
     printTable('loading: streamed and dummy loads on CUDA vs CPU, NaN/Inf scan', rows);
     all.push(...rows);
   }
+  const commRanks = arg('comm-ranks', '2,4,8').split(',').map(Number);
+  const hidden = Number(arg('comm-hidden', '6144'));
+  if (only.has('comm')) {
+    const tokens = arg('comm-tokens', '1,7,128,1000,8192').split(',').map(Number);
+    const rows = guard('comm', () => checkCommStreams({ ranks: commRanks, tokens, hidden }));
+    printTable('IPC collectives, ranks as streams of one process, vs the CPU definition', rows);
+    all.push(...rows);
+  }
+  if (only.has('comm-procs')) {
+    const o = { ranks: commRanks, tokens: [1, 7], hidden, timeoutMs: 120_000 };
+    const rows = await checkCommProcesses(o);
+    printTable('IPC collectives, ranks as processes sharing the GPU (cuIpc handles)', rows);
+    all.push(...rows);
+  }
   result['rows'] = all;
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'gpu-check.json'), JSON.stringify(result, null, 2));
   const failed = all.filter((r) => !r.pass).length;
   console.log(`\n${all.length - failed}/${all.length} checks passed`);
   process.exitCode = failed > 0 ? 1 : 0;
+}
+
+function guard(what: string, f: () => Row[]): Row[] {
+  try {
+    return f();
+  } catch (e) {
+    console.error((e as Error).stack);
+    return [{ check: what, value: `error: ${(e as Error).message}`, limit: '-', pass: false }];
+  }
 }
 
 main().catch((e: Error) => {

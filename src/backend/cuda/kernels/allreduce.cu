@@ -108,9 +108,27 @@ template <typename T> struct Pack;
 template <> struct Pack<bf16_t> { static constexpr int V = 8; };
 template <> struct Pack<float> { static constexpr int V = 4; };
 
-// Peer data is read with ld.global.cg (L2, not L1): it was written by other SMs.
+// Peer data is read with ld.global.cg (L2, not L1): it was written by other SMs. Inline PTX
+// rather than __ldcg, which NVRTC does not provide for every type.
+__device__ __forceinline__ uint4 ldcg4(const void* p) {
+  uint4 u;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+               : "l"(p));
+  return u;
+}
+__device__ __forceinline__ bf16_t ldcg(const bf16_t* p) {
+  unsigned short v;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float ldcg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
 __device__ __forceinline__ void ld_pack(float* f, const bf16_t* p) {
-  const uint4 u = __ldcg(reinterpret_cast<const uint4*>(p));
+  const uint4 u = ldcg4(p);
   const unsigned w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
   for (int k = 0; k < 4; k++) {
@@ -119,8 +137,9 @@ __device__ __forceinline__ void ld_pack(float* f, const bf16_t* p) {
   }
 }
 __device__ __forceinline__ void ld_pack(float* f, const float* p) {
-  const float4 v = __ldcg(reinterpret_cast<const float4*>(p));
-  f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+  const uint4 u = ldcg4(p);
+  f[0] = __uint_as_float(u.x), f[1] = __uint_as_float(u.y);
+  f[2] = __uint_as_float(u.z), f[3] = __uint_as_float(u.w);
 }
 __device__ __forceinline__ void st_pack(bf16_t* p, const float* f) {
   unsigned w[4];
@@ -131,8 +150,8 @@ __device__ __forceinline__ void st_pack(bf16_t* p, const float* f) {
 __device__ __forceinline__ void st_pack(float* p, const float* f) {
   *reinterpret_cast<float4*>(p) = make_float4(f[0], f[1], f[2], f[3]);
 }
-__device__ __forceinline__ float ld_peer(const bf16_t* p) { return bf2f(__ldcg(p)); }
-__device__ __forceinline__ float ld_peer(const float* p) { return __ldcg(p); }
+__device__ __forceinline__ float ld_peer(const bf16_t* p) { return bf2f(ldcg(p)); }
+__device__ __forceinline__ float ld_peer(const float* p) { return ldcg(p); }
 
 /** f = Σ_q in_q[off .. off+V) in rank order 0..W-1 (float32). */
 template <typename T> __device__ __forceinline__ void sum_pack(float* f, const Ipc& c, long long off) {
@@ -182,10 +201,10 @@ __device__ __forceinline__ void copy_range(T* dst, const T* src, long long lo, l
     const long long P = (hi - lo) / V;
     for (long long j = t; j < P; j += stride)
       *reinterpret_cast<uint4*>(dst + lo + j * V) =
-          __ldcg(reinterpret_cast<const uint4*>(src + lo + j * V));
+          ldcg4(src + lo + j * V);
     packed = lo + P * V;
   }
-  for (long long i = packed + t; i < hi; i += stride) dst[i] = __ldcg(src + i);
+  for (long long i = packed + t; i < hi; i += stride) dst[i] = ldcg(src + i);
 }
 
 /**
@@ -203,13 +222,13 @@ __device__ __forceinline__ void gather_slice(T* dst, const T* src, long long lo,
   for (long long j = t; j < P; j += stride) {
     const long long o = lo + j * V;
     if (vec) {
-      *reinterpret_cast<uint4*>(dst + o) = __ldcg(reinterpret_cast<const uint4*>(src + o));
+      *reinterpret_cast<uint4*>(dst + o) = ldcg4(src + o);
     } else {
 #pragma unroll
-      for (int k = 0; k < V; k++) dst[o + k] = __ldcg(src + o + k);
+      for (int k = 0; k < V; k++) dst[o + k] = ldcg(src + o + k);
     }
   }
-  for (long long i = lo + P * V + t; i < hi; i += stride) dst[i] = __ldcg(src + i);
+  for (long long i = lo + P * V + t; i < hi; i += stride) dst[i] = ldcg(src + i);
 }
 
 /** Rank q's two-shot slice [lo, hi) of n elements: whole packs cut by chunkRange, tail to W-1. */

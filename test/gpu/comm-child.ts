@@ -1,0 +1,179 @@
+/**
+ * One rank of a process group for the IPC checks and bench:comm (spawned by
+ * comm-process-check.ts and comm-bench.ts):
+ *   node dist/gpu/test/gpu/comm-child.js '<RankJob JSON>'
+ * Rank 0 opens the rendezvous on a free port and prints `PORT <n>`; the parent then starts
+ * the others with that port. Each rank creates its CUDA backend on `ordinal`, joins the
+ * group, builds the IPC communicator (handles exchanged over the peer mesh, opened with
+ * cuIpcOpenMemHandle), runs the job and prints one `RESULT <json>` line.
+ */
+import { createCudaBackend, type CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
+import {
+  createCudaIpcCommunicator,
+  type CudaIpcCommunicator,
+} from '../../src/parallel/cuda-ipc/cuda-ipc-communicator.js';
+import {
+  closeGroup,
+  formGroupAsRank0,
+  formGroupAsWorker,
+  openMaster,
+  type GroupConfig,
+  type ProcessGroup,
+} from '../../src/parallel/transport/process-group.js';
+import { allReduceRows, reduceAddNormRows } from '../../src/parallel/reduction-semantics.js';
+import { benchRank, type BenchJob } from '../../bench/comm-bench-rank.js';
+import { bitMismatches, deviceTensor, get, hostData, put } from './comm-data.js';
+
+export interface RankJob {
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Rank 0: 0 (it picks a port and prints it); the others: that port. */
+  readonly port: number;
+  readonly ordinal: number;
+  readonly ranksPerDevice: number;
+  readonly maxBytes: number;
+  readonly check?: { readonly tokens: readonly number[]; readonly hidden: number };
+  readonly bench?: BenchJob;
+}
+
+export interface ChildCheck {
+  readonly check: string;
+  readonly mismatches: number;
+}
+
+async function joinGroup(job: RankJob): Promise<ProcessGroup> {
+  const base: GroupConfig = {
+    worldSize: job.worldSize,
+    masterAddr: '127.0.0.1',
+    masterPort: job.port,
+    bindHost: '127.0.0.1',
+    timeoutMs: 60_000,
+  };
+  if (job.rank !== 0) return formGroupAsWorker(job.rank, base);
+  const master = await openMaster(base);
+  console.log(`PORT ${master.port}`);
+  return formGroupAsRank0(master, { ...base, masterPort: master.port });
+}
+
+/** Every rank generates every rank's inputs (seeded), so it can compute the reference. */
+function checkRank(b: CudaBackend, comm: CudaIpcCommunicator, T: number, D: number): ChildCheck[] {
+  const { rank: r, worldSize: W } = comm;
+  const dev = b.dev;
+  const n = T * D;
+  const parts = Array.from({ length: W }, (_, q) => hostData(n, 40 + q + T, 'random', 'bf16'));
+  const want = allReduceRows(parts, 'bf16');
+  const out: ChildCheck[] = [];
+  const src = deviceTensor(dev, [T, D], 'bf16');
+  const x = deviceTensor(dev, [T, D], 'bf16');
+  put(dev, src, parts[r]!);
+  for (const algo of ['one-shot', 'two-shot'] as const) {
+    dev.copyAsync(x.ptr, src.ptr, src.bytes);
+    comm.allReduce(x, algo);
+    out.push({ check: `all-reduce ${algo} T=${T}`, mismatches: bitMismatches(get(dev, x), want) });
+  }
+  const graph = dev.capture(() => {
+    dev.copyAsync(x.ptr, src.ptr, src.bytes);
+    comm.allReduce(x, 'one-shot');
+  });
+  let g = 0;
+  for (let k = 0; k < 2; k++) {
+    dev.memsetAsync(x.ptr, 0, x.bytes);
+    graph.launch();
+    g += bitMismatches(get(dev, x), want);
+  }
+  graph.destroy();
+  out.push({ check: `graph one-shot T=${T}, 2 replays`, mismatches: g });
+  const gathered = deviceTensor(dev, [W * T, D], 'bf16');
+  comm.allGather(gathered, src);
+  const gw = new Float32Array(W * n);
+  parts.forEach((p, q) => gw.set(p, q * n));
+  out.push({ check: `all-gather T=${T}/rank`, mismatches: bitMismatches(get(dev, gathered), gw) });
+  // reduce-scatter of the gathered tensors' rank-order sums: rows [r·T/W ...) when T % W = 0
+  const rsOut = deviceTensor(dev, [T, D], 'bf16');
+  const rsIn = deviceTensor(dev, [W * T, D], 'bf16');
+  const rsParts = Array.from({ length: W }, (_, q) =>
+    hostData(W * n, 70 + q + T, 'random', 'bf16'),
+  );
+  put(dev, rsIn, rsParts[r]!);
+  comm.reduceScatter(rsOut, rsIn);
+  const rsWant = allReduceRows(rsParts, 'bf16').subarray(r * n, (r + 1) * n);
+  out.push({
+    check: `reduce-scatter T=${T}/rank`,
+    mismatches: bitMismatches(get(dev, rsOut), rsWant),
+  });
+  out.push(...checkFusedRank(b, comm, parts, src, T, D));
+  return out;
+}
+
+function checkFusedRank(
+  b: CudaBackend,
+  comm: CudaIpcCommunicator,
+  parts: Float32Array[],
+  h: ReturnType<typeof deviceTensor>,
+  T: number,
+  D: number,
+): ChildCheck[] {
+  const dev = b.dev;
+  const res = hostData(T * D, 9, 'random', 'bf16');
+  const wHost = hostData(D, 8, 'random', 'bf16').map((v) => v / 256);
+  const t = Object.fromEntries(
+    ['hu', 'rU', 'aU', 'rF', 'aF'].map((k) => [k, deviceTensor(dev, [T, D], 'bf16')]),
+  );
+  const w = deviceTensor(dev, [D], 'bf16');
+  put(dev, w, wHost);
+  for (const k of ['rU', 'rF']) put(dev, t[k]!, res);
+  dev.copyAsync(t['hu']!.ptr, h.ptr, h.bytes);
+  comm.allReduce(t['hu']!);
+  b.addRmsNorm(t['aU']!, t['rU']!, t['hu']!, w, 1e-6);
+  comm.allReduceAddRmsNorm(t['aF']!, t['rF']!, h, w, 1e-6);
+  const cpuR = res.slice();
+  reduceAddNormRows({
+    partials: parts,
+    residual: cpuR,
+    out: new Float32Array(T * D),
+    weight: wHost,
+    eps: 1e-6,
+    variant: 'exact',
+    activation: 'bf16',
+    sumRounding: 'bf16',
+  });
+  const rF = get(dev, t['rF']!);
+  return [
+    {
+      check: `fused vs unfused a T=${T}`,
+      mismatches: bitMismatches(get(dev, t['aF']!), get(dev, t['aU']!)),
+    },
+    { check: `fused vs unfused r T=${T}`, mismatches: bitMismatches(rF, get(dev, t['rU']!)) },
+    { check: `fused r vs CPU definition T=${T}`, mismatches: bitMismatches(rF, cpuR) },
+  ];
+}
+
+async function main(): Promise<void> {
+  // Load every kernel of a module with it: a lazily loaded first launch may wait behind a
+  // kernel spinning for another rank (CUDA lazy-loading caveat for interdependent kernels).
+  process.env['CUDA_MODULE_LOADING'] ??= 'EAGER';
+  const job = JSON.parse(process.argv[2] ?? '{}') as RankJob;
+  const backend = await createCudaBackend({ deviceOrdinal: job.ordinal });
+  const group = await joinGroup(job);
+  const comm = await createCudaIpcCommunicator(group.rank, group.worldSize, group.peers, backend, {
+    maxBytes: job.maxBytes,
+    ranksPerDevice: job.ranksPerDevice,
+  });
+  let result: unknown;
+  if (job.check) {
+    const checks: ChildCheck[] = [];
+    for (const T of job.check.tokens) checks.push(...checkRank(backend, comm, T, job.check.hidden));
+    result = { rank: job.rank, checks };
+  } else if (job.bench) {
+    result = { rank: job.rank, bench: benchRank(backend.ctx, [comm], job.bench) };
+  }
+  comm.barrier();
+  console.log(`RESULT ${JSON.stringify(result)}`);
+  comm.close();
+  closeGroup(group);
+}
+
+main().catch((e: Error) => {
+  console.error(`rank child: ${e.stack ?? e.message}`);
+  process.exit(1);
+});
