@@ -19,6 +19,7 @@ import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { type Row, printTable } from './check-util.js';
 import { checkCommStreams } from './comm-check.js';
 import { checkCommProcesses } from './comm-process-check.js';
+import { checkDecodeAttention } from './decode-attention-check.js';
 import { checkEngineGreedy } from './engine-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
     const rows = [
       ...checkOps(cpu, gpu),
       ...checkPrefillAttention(cpu, gpu),
+      ...checkDecodeAttention(cpu, gpu),
       ...checkMoePaths(cpu, gpu),
     ];
     printTable('ops: CUDA vs CPU', rows);

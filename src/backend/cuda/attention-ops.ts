@@ -4,6 +4,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import { cuda, letter } from './cuda-tensor.js';
 import { launchKernel } from './kernel-launch.js';
+import { attentionDecode, decodeAttentionFits } from './attention-decode.js';
 import { ATTENTION, ATTENTION_COMBINE, ATTENTION_PREFILL, MSA_SELECT } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
 
@@ -14,7 +15,11 @@ function pow2AtLeast(n: number, max: number, what: string): number {
   return p;
 }
 
-/** Which kernel takes bf16 dense prefill: kernels/attention-prefill.cu or the scalar one. */
+/**
+ * Which kernels take bf16 attention: the tensor-core ones (kernels/attention-prefill.cu for
+ * dense prefill, kernels/attention-decode.cu for everything else: decode, MSA-sparse) or the
+ * scalar kernels/attention.cu for every batch (the comparison the GPU checks make).
+ */
 export type PrefillAttention = 'tensor-cores' | 'scalar';
 
 /**
@@ -44,6 +49,10 @@ export function attention(
     T >= PREFILL_TOKENS_PER_SEQ * meta.numSeqs
   ) {
     attentionPrefill(ctx, out, q, k, v, meta, o);
+    return;
+  }
+  if (prefill === 'tensor-cores' && decodeAttentionFits(out.dtype, o)) {
+    attentionDecode(ctx, attentionTensors(out, q, k, v, T, o, ['bf16']), meta, o);
     return;
   }
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;

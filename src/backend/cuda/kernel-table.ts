@@ -119,6 +119,32 @@ export const ATTENTION_COMBINE = kernel({
   defines: ATTN_DEFINES,
 });
 
+// ------------------------------------------------------------------ kernels/attention-decode.cu
+export const ATTENTION_DECODE = kernel({
+  file: 'attention-decode',
+  names: ['attention_decode'],
+  args: {
+    out: 'ptr',
+    q: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    H: 'i32',
+    Hkv: 'i32',
+    S: 'i32',
+    scale: 'f32',
+    blocks: 'ptr',
+    topk: 'i32',
+    part: 'ptr',
+  },
+  launch: 'grid (T, Hkv, splits), block 128, dyn smem 2*64*2*(Dh+8)*2',
+  defines: ['AD_DH'],
+});
+
 // ------------------------------------------------------------------ kernels/attention-prefill.cu
 export const ATTENTION_PREFILL = kernel({
   file: 'attention-prefill',
