@@ -6,6 +6,28 @@ export type BackendName = 'cpu' | 'cuda';
 export interface CreateBackendOptions {
   /** Threads of the CPU backend's kernels (`--cpu-threads`; default 1). */
   readonly cpuThreads?: number;
+  /** The CUDA device ordinal to open (default 0). */
+  readonly deviceOrdinal?: number;
+}
+
+interface CudaModule {
+  createCudaBackend?: (o: { deviceOrdinal?: number }) => Promise<Backend>;
+  cudaDeviceCount?: () => number;
+}
+
+async function cudaModule(): Promise<CudaModule> {
+  const path = './cuda/cuda-backend.js';
+  return (await import(path).catch((e: Error) => {
+    throw new Error(`the CUDA backend could not be loaded: ${e.message}`);
+  })) as CudaModule;
+}
+
+/** How many GPUs this process sees (for the device map of a --tp group). */
+export async function cudaDeviceCount(): Promise<number> {
+  const mod = await cudaModule();
+  if (!mod.cudaDeviceCount)
+    throw new Error('the CUDA backend module does not export cudaDeviceCount');
+  return mod.cudaDeviceCount();
 }
 
 /**
@@ -15,13 +37,12 @@ export interface CreateBackendOptions {
 export async function createBackend(name: string, o: CreateBackendOptions = {}): Promise<Backend> {
   if (name === 'cpu') return new CpuBackend({ threads: o.cpuThreads ?? 1 });
   if (name === 'cuda') {
-    const path = './cuda/cuda-backend.js';
-    const mod = (await import(path).catch((e: Error) => {
-      throw new Error(`the CUDA backend could not be loaded: ${e.message}`);
-    })) as { createCudaBackend?: () => Promise<Backend> };
+    const mod = await cudaModule();
     if (!mod.createCudaBackend)
       throw new Error('the CUDA backend module does not export createCudaBackend');
-    return mod.createCudaBackend();
+    return mod.createCudaBackend(
+      o.deviceOrdinal !== undefined ? { deviceOrdinal: o.deviceOrdinal } : {},
+    );
   }
   throw new Error(`unknown backend "${name}" (cpu, cuda)`);
 }

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { ForwardModel } from '../model/forward-model.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
 import { stderrLoadProgress } from './load-options.js';
-import { createBackend } from '../backend/create-backend.js';
+import { createBackend, cudaDeviceCount } from '../backend/create-backend.js';
 import {
   ALLREDUCE_FUSION_MODES,
   formatPlacementTable,
@@ -21,6 +21,12 @@ import { M3ModelRunner, type M3RunnerOptions } from '../engine/m3-model-runner.j
 import { parseReductionVariant, REDUCTION_VARIANTS } from '../parallel/reduction-semantics.js';
 import { intOption, numberOption, UsageError, type OptionSpec } from './command.js';
 import { readEnv } from '../config/env.js';
+import {
+  checkDeviceCount,
+  parseGpuIds,
+  resolveDeviceMap,
+  type DeviceMap,
+} from '../engine/distributed/device-map.js';
 
 /** The parallel-layout and launch flags every model command takes (torchrun's names). */
 export const PARALLEL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -58,8 +64,15 @@ export const PARALLEL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   },
   comm: {
     type: 'string',
-    description: 'communicator: cpu or nccl (default: by backend)',
+    description:
+      'communicator: cpu, nccl or ipc (default: cpu on the CPU backend; on CUDA nccl, or ipc when ranks share a GPU)',
     valueName: 'C',
+  },
+  'gpu-ids': {
+    type: 'string',
+    description:
+      'device ordinal of each rank of this host, e.g. 0,0,0,0 for four ranks on one GPU (default: one GPU per rank)',
+    valueName: 'IDS',
   },
   nnodes: { type: 'string', default: '1', description: 'hosts in the job', valueName: 'N' },
   'node-rank': {
@@ -113,11 +126,11 @@ export function cpuThreadsFrom(values: Record<string, unknown>, tp: number): num
 export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOptions): RankSpec {
   const tp = intOption(values, 'tp', 1);
   if (tp < 1) throw new UsageError('--tp must be at least 1');
-  const comm = values['comm'] ?? (m.backend === 'cuda' ? 'nccl' : 'cpu');
-  if (comm !== 'cpu' && comm !== 'nccl') throw new UsageError('--comm must be cpu or nccl');
   let allReduceFusion;
   let variant;
+  let devices;
   try {
+    devices = deviceMapFrom(values, m.backend, tp);
     allReduceFusion = parseAllReduceFusion(String(values['allreduce-fusion'] ?? 'dense'));
     variant = parseReductionVariant(String(values['allreduce-trace-variant'] ?? 'exact'));
   } catch (e) {
@@ -127,7 +140,8 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
   return {
     modelDir: m.modelDir,
     backend: m.backend,
-    comm,
+    comm: devices.comm,
+    ...(devices.gpuIds && { gpuIds: devices.gpuIds }),
     tp,
     ep: values['ep'] === true,
     sp: values['sp'] === true,
@@ -141,16 +155,43 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
   };
 }
 
+/** --gpu-ids and --comm for `tp` ranks spread over --nnodes hosts. */
+function deviceMapFrom(values: Record<string, unknown>, backend: string, tp: number): DeviceMap {
+  const nnodes = intOption(values, 'nnodes', 1);
+  const ids = values['gpu-ids'];
+  const comm = values['comm'];
+  return resolveDeviceMap({
+    backend,
+    localRanks: nnodes > 0 && tp % nnodes === 0 ? tp / nnodes : tp,
+    nnodes,
+    ...(typeof ids === 'string' && { gpuIds: parseGpuIds(ids) }),
+    ...(typeof comm === 'string' && { comm }),
+  });
+}
+
+/** CUDA: every ordinal of the device map names a GPU of this host (before any rank starts). */
+async function checkDevices(values: Record<string, unknown>, spec: RankSpec): Promise<void> {
+  if (!spec.gpuIds) return;
+  const count = await cudaDeviceCount();
+  try {
+    checkDeviceCount(spec.gpuIds, count, typeof values['gpu-ids'] === 'string');
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
 /**
- * MOESERVE_FAULT_INJECT="rank=R,step=S[,mode=throw|block]" (tests): rank R throws at, or
- * blocks its thread forever in, forward step S.
+ * MOESERVE_FAULT_INJECT="rank=R,step=S[,mode=throw|block|exit][,at=init]" (tests): rank R
+ * throws at, blocks its thread forever in, or exits in forward step S (with at=init: while it
+ * sets up its backend and communicator).
  */
 export function injectedFault(rank: number): InjectedFault | undefined {
   const spec = readEnv().faultInject;
   if (!spec) return undefined;
   const kv = Object.fromEntries(spec.split(',').map((p) => p.split('=') as [string, string]));
   if (Number(kv['rank']) !== rank) return undefined;
-  return { step: Number(kv['step'] ?? 0), mode: kv['mode'] === 'block' ? 'block' : 'throw' };
+  const mode = kv['mode'] === 'block' || kv['mode'] === 'exit' ? kv['mode'] : 'throw';
+  return { step: Number(kv['step'] ?? 0), mode, ...(kv['at'] === 'init' && { at: 'init' }) };
 }
 
 /** The launch half of the flags (hosts, rendezvous) for a --tp > 1 spec. */
@@ -185,6 +226,7 @@ export async function openModel(
   m: ModelCommandOptions,
 ): Promise<OpenedModel | null> {
   const spec = rankSpecFrom(values, m);
+  await checkDevices(values, spec);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   if (spec.allReduceTrace)
     log(
@@ -194,7 +236,10 @@ export async function openModel(
     );
   if (spec.tp === 1) {
     const model = await loadModel(spec.modelDir, {
-      backend: await createBackend(spec.backend, { cpuThreads: spec.cpuThreads }),
+      backend: await createBackend(spec.backend, {
+        cpuThreads: spec.cpuThreads,
+        ...(spec.gpuIds && { deviceOrdinal: spec.gpuIds[0] }),
+      }),
       fuseSharedExperts: spec.fuseSharedExperts,
       allReduceFusion: spec.allReduceFusion,
       allReduceTrace: spec.allReduceTrace,
@@ -226,6 +271,7 @@ export async function openDistributedRunner(
 ): Promise<{ runner: M3ModelRunner; group: RankGroupDriver } | 'other-host' | null> {
   const spec = rankSpecFrom(values, m);
   if (spec.tp === 1) return null;
+  await checkDevices(values, spec);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const launch = launchOptionsFrom(values, spec, log);
   if (launch.nodeRank > 0) {

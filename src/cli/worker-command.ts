@@ -24,6 +24,11 @@ export const workerCommand: Command = {
       description: 'interface for the data listener',
       valueName: 'HOST',
     },
+    'heartbeat-file': {
+      type: 'string',
+      description: "where this rank's watchdog publishes its heartbeat for the launcher",
+      valueName: 'FILE',
+    },
     'rendezvous-timeout': {
       type: 'string',
       default: '300',
@@ -36,7 +41,8 @@ export const workerCommand: Command = {
     const worldSize = intOption(values, 'world-size', 0);
     if (rank < 1 || rank >= worldSize)
       throw new UsageError(`--rank must be in 1..${worldSize - 1} (rank 0 is the launcher)`);
-    const unwatch = watchLauncher(rank);
+    const beat = values['heartbeat-file'];
+    const unwatch = watchLauncher(rank, typeof beat === 'string' ? beat : undefined);
     try {
       const group = await formGroupAsWorker(rank, {
         worldSize,
@@ -58,8 +64,11 @@ export const workerCommand: Command = {
  * Exits when the launcher's end of our stdin closes (it exited or was killed); if this thread
  * is blocked when that happens, the hang watchdog kills the process instead.
  */
-function watchLauncher(rank: number): () => void {
-  const watchdog = new HangWatchdog(`rank ${rank}`);
+function watchLauncher(rank: number, heartbeatFile: string | undefined): () => void {
+  const watchdog = new HangWatchdog({
+    label: `rank ${rank}`,
+    ...(heartbeatFile !== undefined && { heartbeatFile }),
+  });
   watchdog.watch(process.ppid);
   const gone = (): void => {
     console.error(`moeserve: rank ${rank}: the launcher went away, exiting`);

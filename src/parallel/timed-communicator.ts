@@ -15,7 +15,7 @@ export class TimedCommunicator implements Communicator {
   enabled = false;
 
   constructor(
-    private readonly inner: Communicator & { close(): void },
+    private readonly inner: Communicator & { close(): void; abort?(): void },
     private readonly sync: () => void,
   ) {}
 
@@ -58,6 +58,10 @@ export class TimedCommunicator implements Communicator {
 
   close(): void {
     this.inner.close();
+  }
+
+  abort(): void {
+    this.inner.abort?.();
   }
 
   private async time(fn: () => void | Promise<void>): Promise<void> {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +75,39 @@ async function allGone(pids: Iterable<number>, timeoutMs = 10_000): Promise<numb
     left = left.filter(alive);
   }
   return left;
+}
+
+/** Every process below `root` now (children, their children, ...). */
+function descendants(root: number): number[] {
+  const parent = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      // pid (comm) state ppid ...: the comm may hold spaces, so split after the last ')'.
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // exited while we looked
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    for (const [pid, pp] of parent) {
+      if (pp !== p) continue;
+      out.push(pid);
+      walk(pid);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+/** Samples the launcher's descendants until it exits: every process it ever had. */
+function trackProcesses(c: Cli): Set<number> {
+  const seen = new Set<number>();
+  const timer = setInterval(() => descendants(c.child.pid!).forEach((p) => seen.add(p)), 100);
+  void c.exited.then(() => clearInterval(timer));
+  return seen;
 }
 
 const TINY_MOE = goldenCase('tiny-moe');
@@ -214,8 +247,64 @@ describe('moeserve --tp N: one process per rank', () => {
     process.kill(pids.get(2)!, 'SIGKILL');
     const { signal } = await c.exited;
     expect(signal).toBe('SIGKILL');
-    expect(c.stderr).toMatch(/launcher: process \d+ is gone and this rank has been blocked/);
+    expect(c.stderr).toMatch(/launcher: rank 2 \(pid \d+\) is gone and this rank has been blocked/);
     expect(await allGone(pids.values(), 15_000)).toEqual([]);
+  });
+
+  it('a rank that dies while the communicator is set up ends the group, naming it', async () => {
+    const start = Date.now();
+    const c = cli(longGenerate(4), { MOESERVE_FAULT_INJECT: 'rank=1,at=init,mode=exit' });
+    const seen = trackProcesses(c);
+    const { code } = await c.exited;
+    expect(Date.now() - start).toBeLessThan(30_000);
+    expect(code).toBe(1);
+    expect(c.stderr).toMatch(/rank 1 failed: exited with code 3 \(injected exit at set-up\)/);
+    expect(c.stderr.match(/failed:/g)?.length).toBe(1); // one message
+    expect(seen.size).toBeGreaterThanOrEqual(3); // the three workers were seen
+    expect(await allGone(seen)).toEqual([]);
+  });
+
+  it('a worker blocked forever mid-step ends the group within 30 s (default watchdog)', async () => {
+    const c = cli(longGenerate(4), { MOESERVE_FAULT_INJECT: 'rank=1,step=2,mode=block' });
+    const seen = trackProcesses(c);
+    const pids = await rankPids(c, 60_000);
+    const ready = Date.now();
+    const { code } = await c.exited;
+    expect(Date.now() - ready).toBeLessThan(30_000);
+    expect(code).toBe(1);
+    expect(c.stderr).toMatch(
+      /rank 1 failed: blocked for over 20 s in a step \(no heartbeat\); killed by the launcher's watchdog/,
+    );
+    expect(c.stderr.match(/failed:/g)?.length).toBe(1);
+    expect(await allGone([...pids.values(), ...seen])).toEqual([]);
+  }, 90_000);
+
+  it('rank 0 blocked forever mid-step is ended by its own watchdog, naming rank 0', async () => {
+    const env = {
+      MOESERVE_FAULT_INJECT: 'rank=0,step=2,mode=block',
+      MOESERVE_HANG_WATCHDOG_S: '3',
+    };
+    const c = cli(longGenerate(2), env);
+    const seen = trackProcesses(c);
+    const pids = await rankPids(c, 60_000);
+    const ready = Date.now();
+    const { signal } = await c.exited;
+    expect(Date.now() - ready).toBeLessThan(30_000);
+    expect(signal).toBe('SIGKILL');
+    expect(c.stderr).toMatch(
+      /launcher: rank 0 \(pid \d+\) has been blocked for over 6 s \(a step that never returns\); ending the job/,
+    );
+    expect(await allGone([...pids.values(), ...seen])).toEqual([]);
+  }, 90_000);
+
+  it('--gpu-ids and --comm ipc are refused on the CPU backend, naming the flag', async () => {
+    const base = ['forward', '--model', TINY_MOE, '--ids', '1,2', '--out', '-', '--tp', '2'];
+    const a = cli([...base, '--gpu-ids', '0,0']);
+    expect((await a.exited).code).toBe(2);
+    expect(a.stderr).toMatch(/--gpu-ids needs --backend cuda/);
+    const b = cli([...base, '--comm', 'ipc']);
+    expect((await b.exited).code).toBe(2);
+    expect(b.stderr).toMatch(/--comm ipc needs --backend cuda/);
   });
 
   it('the workers exit when rank 0 is killed with SIGKILL', async () => {

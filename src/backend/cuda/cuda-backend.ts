@@ -26,6 +26,7 @@ import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
 import { CudaDevice, fmtBytes, type CudaGraph, type PinnedBuffer } from './device.js';
 import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
+import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
 import { moe, routerTopK, skinnyGemm } from './moe-ops.js';
 import type { OpContext } from './op-context.js';
@@ -416,6 +417,20 @@ export async function createCudaBackend(o: CudaBackendOptions = {}): Promise<Cud
     throw new Error(`CUDA backend unavailable: ${msg}`);
   }
   return new CudaBackend(dev, o);
+}
+
+/** The GPUs this process sees (cuDeviceGetCount); one line naming the cause when it cannot. */
+export function cudaDeviceCount(): number {
+  try {
+    const libs = loadCudaLibs();
+    const check = new Checker(libs);
+    check.cu(libs.cu.cuInit(0), 'cuInit');
+    const n = [0];
+    check.cu(libs.cu.cuDeviceGetCount(n), 'cuDeviceGetCount');
+    return n[0]!;
+  } catch (e) {
+    throw new Error(`CUDA backend unavailable: ${(e as Error).message.split('\n')[0]}`);
+  }
 }
 
 export { fmtBytes };

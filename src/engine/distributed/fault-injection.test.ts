@@ -3,7 +3,7 @@ import type { ForwardBatch } from '../../backend/forward-batch.js';
 import type { ForwardModel } from '../../model/forward-model.js';
 import type { KvCache } from '../../model/minimax-m3/kv-cache.js';
 import type { ForwardOutput } from '../../model/minimax-m3/minimax-m3-model.js';
-import { withInjectedFault } from './fault-injection.js';
+import { runInitFault, withInjectedFault } from './fault-injection.js';
 
 class CountingModel implements ForwardModel {
   readonly cfg = { vocabSize: 7 } as ForwardModel['cfg'];
@@ -36,5 +36,15 @@ describe('withInjectedFault (the test seam of rank failure tests)', () => {
     expect(m.calls).toBe(2);
     expect((await f.forward(batch, kv)).logits[0]).toBe(3);
     expect(f.allocKv(1, 1)).toEqual({ pages: 3 });
+  });
+
+  it('leaves the forward path alone for a set-up fault, which runInitFault raises', () => {
+    const m = new CountingModel();
+    expect(withInjectedFault(m, { step: 0, mode: 'throw', at: 'init' })).toBe(m);
+    expect(() => runInitFault({ step: 0, mode: 'throw', at: 'init' })).toThrow(
+      'injected fault at set-up',
+    );
+    expect(() => runInitFault({ step: 0, mode: 'throw' })).not.toThrow();
+    expect(() => runInitFault(undefined)).not.toThrow();
   });
 });

@@ -2,20 +2,30 @@ import { Worker } from 'node:worker_threads';
 import { readEnv } from '../../config/env.js';
 
 /**
- * Last-resort teardown for a rank whose JavaScript thread is stuck in a blocking native call
- * (a device sync waiting on an NCCL kernel whose peer has died never returns, so the normal
- * failure handling — child 'exit' events, closed sockets, stdin — never runs). A separate
- * thread reads a heartbeat the main thread bumps every second; when the heartbeat is older
- * than `staleMs` and a watched process (a worker, or this rank's launcher) is gone, it
- * SIGKILLs the watched processes still alive and then this process, naming the cause.
+ * Teardown that does not need the main thread: a rank's JavaScript thread can be stuck in a
+ * blocking native call (a device sync on a collective whose peer died or spins never
+ * returns), and then child 'exit' events, closed sockets and stdin are never handled. A
+ * separate thread reads a heartbeat the main thread bumps every 250 ms and:
+ *
+ * - publishes it to `heartbeatFile` (a worker rank: its launcher reads it);
+ * - **lost peer**: when this thread is blocked for over `staleMs` and a watched process is
+ *   gone, SIGKILLs the watched processes still alive and this one, naming the gone rank;
+ * - **hung rank** (launchers only, `checkHangs`): when a watched rank's published heartbeat,
+ *   or this process's own (with `selfRank`), is older than `2 · staleMs`, the rank that stopped first is the
+ *   cause. If it is a worker and this thread is still responsive, that worker is SIGKILLed
+ *   and `onHung` tells the main thread (which ends the group in order, naming it); otherwise
+ *   every process is SIGKILLed here, with one line naming the rank.
+ *
  * The thread never keeps the process alive.
  */
 const THREAD_SOURCE = `
-const { workerData, parentPort } = require('node:worker_threads');
+const { workerData: w, parentPort } = require('node:worker_threads');
 const fs = require('node:fs');
-const beat = new Int32Array(workerData.heartbeat);
-const pids = new Set();
-parentPort.on('message', (m) => (m.add ? pids.add(m.add) : pids.delete(m.remove)));
+const beat = new Float64Array(w.heartbeat);
+const peers = new Map();
+const reported = new Set();
+parentPort.on('message', (m) => (m.add ? peers.set(m.add.pid, m.add) : peers.delete(m.remove)));
+const out = w.heartbeatFile ? fs.openSync(w.heartbeatFile, 'w') : null;
 const alive = (pid) => {
   try {
     return !/^\\d+ \\(.*\\) Z/.test(fs.readFileSync('/proc/' + pid + '/stat', 'utf8'));
@@ -23,49 +33,114 @@ const alive = (pid) => {
     return false;
   }
 };
-function tick() {
-  const stale = Date.now() / 1000 - beat[0] > workerData.staleMs / 1000;
-  const dead = [...pids].filter((p) => !alive(p));
-  if (stale && dead.length > 0) {
-    try {
-      // stderr may be a pipe to the launcher that just died (EPIPE): never let that stop us.
-      fs.writeSync(2, 'moeserve: ' + workerData.label + ': process ' + dead.join(', ') +
-        ' is gone and this rank has been blocked for over ' + workerData.staleMs / 1000 +
-        ' s (a collective waiting on it); killing the job\\n');
-    } catch {}
-    for (const p of pids) if (alive(p)) try { process.kill(p, 'SIGKILL'); } catch {}
-    process.kill(process.pid, 'SIGKILL');
+const published = (p) => {
+  if (!p.file) return undefined;
+  try {
+    const v = Number(fs.readFileSync(p.file, 'utf8'));
+    return v > 0 ? v : undefined;
+  } catch {
+    return undefined;
   }
-  setTimeout(tick, 500);
+};
+const name = (p) => (p.rank !== undefined ? 'rank ' + p.rank + ' (pid ' + p.pid + ')' : 'process ' + p.pid);
+const say = (line) => {
+  // stderr may be a pipe to a launcher that just died (EPIPE): never let that stop us.
+  try { fs.writeSync(2, 'moeserve: ' + w.label + ': ' + line + '; ending the job\\n'); } catch {}
+};
+const killAll = () => {
+  for (const p of peers.keys()) if (alive(p)) try { process.kill(p, 'SIGKILL'); } catch {}
+  process.kill(process.pid, 'SIGKILL');
+};
+const secs = (ms) => ms / 1000 + ' s';
+function tick() {
+  const now = Date.now();
+  const own = now - beat[0];
+  if (out !== null) try { fs.writeSync(out, String(beat[0]).padStart(20, ' '), 0); } catch {}
+  const dead = [...peers.values()].filter((p) => !alive(p.pid));
+  if (own > w.staleMs && dead.length > 0) {
+    say(dead.map(name).join(', ') + ' is gone and this rank has been blocked for over ' +
+      secs(w.staleMs) + ' (a collective waiting on it)');
+    killAll();
+  }
+  if (w.checkHangs) {
+    const hangMs = 2 * w.staleMs;
+    const stale = [];
+    for (const p of peers.values()) {
+      const b = published(p);
+      if (b !== undefined && now - b > hangMs && alive(p.pid)) stale.push({ ...p, since: b });
+    }
+    if (w.selfRank !== undefined && own > hangMs) stale.push({ pid: process.pid, rank: w.selfRank, since: beat[0], self: true });
+    stale.sort((a, b) => a.since - b.since);
+    const first = stale[0];
+    if (first && (first.self || own > w.staleMs)) {
+      say(name(first) + ' has been blocked for over ' + secs(hangMs) + ' (a step that never returns)');
+      killAll();
+    } else if (first && !reported.has(first.pid)) {
+      reported.add(first.pid);
+      parentPort.postMessage({ hung: first.rank, seconds: hangMs / 1000 });
+      try { process.kill(first.pid, 'SIGKILL'); } catch {}
+    }
+  }
+  setTimeout(tick, 250);
 }
 tick();
 `;
 
-/** How long the main thread may be blocked before a lost peer ends the job (default 10 s). */
-function defaultStaleMs(): number {
+/** How long a blocked main thread waits on a lost peer (default 10 s; a hang is 2x that). */
+export function watchdogStaleMs(): number {
   const s = readEnv().hangWatchdogSeconds;
   return s !== undefined ? s * 1000 : 10_000;
 }
 
+export interface HangWatchdogOptions {
+  /** Who this process is, in the one line the watchdog prints ("launcher", "rank 2"). */
+  readonly label: string;
+  /** A launcher (or node supervisor): the watched ranks' heartbeats are checked for hangs. */
+  readonly checkHangs?: boolean;
+  /** A launcher that is itself a rank (rank 0): its own blocked thread is a hang too. */
+  readonly selfRank?: number;
+  /** Where this process's heartbeat is published for its launcher. */
+  readonly heartbeatFile?: string;
+  /** Default `watchdogStaleMs()`. */
+  readonly staleMs?: number;
+  /** A watched rank hung and was killed while this main thread was still responsive. */
+  readonly onHung?: (rank: number, seconds: number) => void;
+}
+
 export class HangWatchdog {
-  private readonly beat = new Int32Array(new SharedArrayBuffer(4));
+  private readonly beat = new Float64Array(new SharedArrayBuffer(8));
   private readonly thread: Worker;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(label: string, staleMs = defaultStaleMs()) {
+  constructor(o: HangWatchdogOptions) {
     this.bump();
     this.thread = new Worker(THREAD_SOURCE, {
       eval: true,
-      workerData: { heartbeat: this.beat.buffer, staleMs, label },
+      workerData: {
+        heartbeat: this.beat.buffer,
+        staleMs: o.staleMs ?? watchdogStaleMs(),
+        label: o.label,
+        checkHangs: o.checkHangs ?? false,
+        selfRank: o.selfRank,
+        heartbeatFile: o.heartbeatFile,
+      },
     });
     this.thread.unref();
-    this.timer = setInterval(() => this.bump(), 1000);
+    const onHung = o.onHung;
+    if (onHung)
+      this.thread.on('message', (m: { hung: number; seconds: number }) =>
+        onHung(m.hung, m.seconds),
+      );
+    this.timer = setInterval(() => this.bump(), 250);
     this.timer.unref();
   }
 
-  /** Watch a process whose disappearance, while this thread is blocked, ends the job. */
-  watch(pid: number): void {
-    if (pid > 0) this.thread.postMessage({ add: pid });
+  /**
+   * Watch a process whose disappearance, while this thread is blocked, ends the job; with a
+   * rank and its heartbeat file, a launcher also ends the job when that rank hangs.
+   */
+  watch(pid: number, rank?: number, file?: string): void {
+    if (pid > 0) this.thread.postMessage({ add: { pid, rank, file } });
   }
 
   unwatch(pid: number): void {
@@ -78,6 +153,6 @@ export class HangWatchdog {
   }
 
   private bump(): void {
-    Atomics.store(this.beat, 0, Math.floor(Date.now() / 1000));
+    this.beat[0] = Date.now();
   }
 }

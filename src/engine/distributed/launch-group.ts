@@ -12,7 +12,6 @@ import { RankGroupDriver, watchControl } from './rank-group-driver.js';
 import { createRankRuntime, rendezvousPayload } from './rank-runtime.js';
 import { withInjectedFault, type InjectedFault } from './fault-injection.js';
 import { encodeStep, type RankSpec } from './step-messages.js';
-import { readEnv } from '../../config/env.js';
 
 /** torchrun-style placement of the ranks over hosts. */
 export interface LaunchOptions {
@@ -49,7 +48,7 @@ export function ranksOfNode(o: Pick<LaunchOptions, 'spec' | 'nnodes' | 'nodeRank
  */
 export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver> {
   const watch = new FailureWatch();
-  const workers = new LocalWorkers(watch, o.log, o.workerEntry);
+  const workers = new LocalWorkers(watch, o.log, o.workerEntry, 0);
   const cfg = groupConfig(o);
   const master = await openMaster(cfg);
   const port = master.port;
@@ -61,7 +60,7 @@ export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver
     const ready = watchControl(group.control, watch);
     const init = encodeStep({ kind: 'init', spec: o.spec });
     for (const c of group.control) c?.send(CONTROL.step, 0, init);
-    const rt = await watch.race(createRankRuntime(o.spec, group));
+    const rt = await watch.race(createRankRuntime(o.spec, group, o.fault));
     await watch.race(ready);
     const pids = [...workers.pids].map(([r, pid]) => `rank ${r} pid ${pid}`);
     o.log(`ranks ready: rank 0 pid ${process.pid}${pids.length ? `, ${pids.join(', ')}` : ''}`);
@@ -130,19 +129,7 @@ function workerLaunch(o: LaunchOptions, rank: number, port: number) {
     '--rendezvous-timeout',
     String(o.rendezvousTimeoutMs / 1000),
   ];
-  const env: Record<string, string> = { ...o.workerEnv };
-  const local = rank % (o.spec.tp / o.nnodes);
-  if (o.spec.backend === 'cuda') env['CUDA_VISIBLE_DEVICES'] = visibleDevice(local);
-  return { rank, args, env };
-}
-
-/** The one GPU a host's local rank `i` uses, as CUDA_VISIBLE_DEVICES for its process. */
-function visibleDevice(i: number): string {
-  const list = readEnv().cudaVisibleDevices;
-  if (!list) return String(i);
-  const ids = list.split(',').filter((s) => s.trim() !== '');
-  const id = ids[i];
-  if (id === undefined)
-    throw new Error(`CUDA_VISIBLE_DEVICES=${list} has no device for local rank ${i}`);
-  return id.trim();
+  // Every rank sees this host's GPUs and opens the ordinal of the device map (spec.gpuIds),
+  // so ranks that share a GPU share a device ordinal and can open each other's IPC handles.
+  return { rank, args, env: { ...o.workerEnv } };
 }

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FailureWatch } from './failure-watch.js';
 import { HangWatchdog } from './hang-watchdog.js';
 import { childEnv } from '../../config/env.js';
@@ -33,6 +36,7 @@ export class LocalWorkers {
   private readonly tails = new Map<number, string[]>();
   private stopping = false;
   private watchdog: HangWatchdog | null = null;
+  private heartbeats: string | null = null;
 
   constructor(
     private readonly watch: FailureWatch,
@@ -41,12 +45,17 @@ export class LocalWorkers {
       execArgv: process.execArgv,
       entry: process.argv[1] ?? '',
     },
+    /** This process's rank when it is one (rank 0 launches the others). */
+    private readonly selfRank?: number,
   ) {}
 
   start(w: WorkerLaunch): number {
     const { execArgv, entry } = this.run;
     if (!entry) throw new Error('cannot find the moeserve entry script to start workers');
-    const child = spawn(process.execPath, [...execArgv, entry, 'worker', ...w.args], {
+    this.heartbeats ??= mkdtempSync(join(tmpdir(), 'moeserve-heartbeat-'));
+    const beatFile = join(this.heartbeats, `rank${w.rank}`);
+    const args = [...execArgv, entry, 'worker', ...w.args, '--heartbeat-file', beatFile];
+    const child = spawn(process.execPath, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: childEnv(w.env),
     });
@@ -72,8 +81,23 @@ export class LocalWorkers {
       this.watch.report(w.rank, 'exit', `${how}${last ? ` (${last})` : ''}`);
     });
     this.children.set(w.rank, child);
-    (this.watchdog ??= new HangWatchdog('launcher')).watch(child.pid ?? -1);
+    this.hangWatchdog().watch(child.pid ?? -1, w.rank, beatFile);
     return child.pid ?? -1;
+  }
+
+  /** One watchdog for this host's workers: lost peers while blocked, and hung ranks. */
+  private hangWatchdog(): HangWatchdog {
+    return (this.watchdog ??= new HangWatchdog({
+      label: 'launcher',
+      checkHangs: true,
+      ...(this.selfRank !== undefined && { selfRank: this.selfRank }),
+      onHung: (rank, seconds) =>
+        this.watch.report(
+          rank,
+          'status',
+          `blocked for over ${seconds} s in a step (no heartbeat); killed by the launcher's watchdog`,
+        ),
+    }));
   }
 
   get pids(): Map<number, number> {
@@ -104,6 +128,8 @@ export class LocalWorkers {
     clearTimeout(timer);
     this.watchdog?.stop();
     this.watchdog = null;
+    if (this.heartbeats) rmSync(this.heartbeats, { recursive: true, force: true });
+    this.heartbeats = null;
   }
 }
 

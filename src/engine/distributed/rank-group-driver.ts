@@ -10,7 +10,7 @@ import { closeGroup, type ProcessGroup } from '../../parallel/transport/process-
 import { CONTROL } from '../../parallel/transport/rendezvous.js';
 import type { FailureWatch } from './failure-watch.js';
 import type { LocalWorkers } from './local-workers.js';
-import { allReduceLoop, type ClosableCommunicator } from './rank-runtime.js';
+import { abortComm, allReduceLoop, type ClosableCommunicator } from './rank-runtime.js';
 import { decodeStatus, encodeStep, type StepMessage } from './step-messages.js';
 
 /**
@@ -106,13 +106,16 @@ export class RankGroupDriver implements ForwardModel {
     closeGroup(this.group);
   }
 
-  /** After a failure: kill this host's workers and drop every connection (the others exit). */
+  /**
+   * After a failure: kill this host's workers first (nothing here may wait on them), then
+   * abort the communicator and drop every connection (other hosts' ranks exit).
+   */
   async abort(): Promise<void> {
     this.closed = true;
     this.watch.stop();
-    this.comm.close();
     closeGroup(this.group);
     await this.workers.kill();
+    abortComm(this.comm);
   }
 
   private send(m: StepMessage): void {

@@ -8,9 +8,24 @@ import { CpuCommunicator } from '../../parallel/cpu/cpu-communicator.js';
 import { TimedCommunicator } from '../../parallel/timed-communicator.js';
 import type { ProcessGroup } from '../../parallel/transport/process-group.js';
 import type { RankSpec } from './step-messages.js';
+import { ranksPerDevice } from './device-map.js';
+import { runInitFault, type InjectedFault } from './fault-injection.js';
 
-/** A communicator this rank can close when the job ends. */
-export type ClosableCommunicator = Communicator & { close(): void };
+/**
+ * A communicator this rank can close when the job ends: `close` after every rank's last
+ * collective; `abort` (when it has one) after a failure, dropping pending work instead of
+ * waiting for it (ncclCommDestroy on a collective a dead peer never joins never returns).
+ */
+export type ClosableCommunicator = Communicator & { close(): void; abort?(): void };
+
+/**
+ * Ends `comm` after a failure: its abort when it has one. `close` is not called: it may wait
+ * for work a dead peer never joins (freeing memory a spinning kernel uses synchronizes), and
+ * the process is about to exit, which releases the device and the sockets anyway.
+ */
+export function abortComm(comm: ClosableCommunicator): void {
+  comm.abort?.();
+}
 
 /** One rank's loaded share of the model and its communicator. */
 export interface RankRuntime {
@@ -22,8 +37,17 @@ export interface RankRuntime {
  * Builds this rank's backend and communicator (CPU over the group's TCP mesh, or NCCL from
  * the unique id rank 0 handed out in the rendezvous) and loads its slice of the checkpoint.
  */
-export async function createRankRuntime(spec: RankSpec, group: ProcessGroup): Promise<RankRuntime> {
-  const backend = await createBackend(spec.backend, { cpuThreads: spec.cpuThreads });
+export async function createRankRuntime(
+  spec: RankSpec,
+  group: ProcessGroup,
+  fault?: InjectedFault,
+): Promise<RankRuntime> {
+  const ordinal = spec.gpuIds?.[group.rank % spec.gpuIds.length];
+  const backend = await createBackend(spec.backend, {
+    cpuThreads: spec.cpuThreads,
+    ...(ordinal !== undefined && { deviceOrdinal: ordinal }),
+  });
+  runInitFault(fault); // test seam: a rank failing while the communicator is set up
   const inner = await createCommunicator(spec, group, backend);
   const comm = spec.profileComm ? new TimedCommunicator(inner, () => backend.synchronize()) : inner;
   const model = await loadModel(spec.modelDir, {
@@ -49,12 +73,46 @@ async function createCommunicator(
     throw new Error(`the group has ${group.worldSize} ranks, the layout needs tp=${spec.tp}`);
   if (spec.comm === 'cpu') {
     if (backend.memory !== 'host')
-      throw new Error('--comm cpu moves CPU tensors; use --comm nccl on GPUs');
+      throw new Error('--comm cpu moves host tensors; with --backend cuda use --comm nccl or ipc');
     return new CpuCommunicator(group.rank, group.peers);
   }
+  if (spec.comm === 'ipc') return createIpcCommunicator(spec, group, backend);
   // Loaded only when selected, so nothing else needs libnccl.
   const { createNcclCommunicator } = await import('../../parallel/nccl/nccl-communicator.js');
   return createNcclCommunicator(group.rank, group.worldSize, group.table.payload, backend);
+}
+
+/**
+ * The largest collective input the IPC buffers take: a [T, D] float32 activation at the
+ * step-size cap, rounded up. (Bigger inputs fail with an error naming maxBytes.)
+ */
+export const IPC_MAX_BYTES = 64 * 1024 * 1024;
+
+// TODO(comm-kernels lands src/parallel/cuda-ipc): import the module by name, typed.
+const IPC_MODULE = '../../parallel/cuda-ipc/cuda-ipc-communicator.js';
+interface IpcModule {
+  createCudaIpcCommunicator(
+    rank: number,
+    worldSize: number,
+    peers: ProcessGroup['peers'],
+    backend: Backend,
+    o: { maxBytes: number; ranksPerDevice: number },
+  ): Promise<ClosableCommunicator>;
+}
+
+async function createIpcCommunicator(
+  spec: RankSpec,
+  group: ProcessGroup,
+  backend: Backend,
+): Promise<ClosableCommunicator> {
+  const ids = spec.gpuIds;
+  if (!ids) throw new Error('--comm ipc needs the device map of --backend cuda');
+  // Loaded only when selected, like NCCL.
+  const { createCudaIpcCommunicator } = (await import(IPC_MODULE)) as IpcModule;
+  return createCudaIpcCommunicator(group.rank, group.worldSize, group.peers, backend, {
+    maxBytes: IPC_MAX_BYTES,
+    ranksPerDevice: ranksPerDevice(ids, group.rank % ids.length),
+  });
 }
 
 /** The all-reduce microbenchmark every rank runs in lockstep; returns ms per all-reduce. */

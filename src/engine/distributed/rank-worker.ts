@@ -3,7 +3,7 @@ import { PeerLostError } from '../../parallel/transport/framed-socket.js';
 import { CONTROL } from '../../parallel/transport/rendezvous.js';
 import { closeGroup, type ProcessGroup } from '../../parallel/transport/process-group.js';
 import { withInjectedFault, type InjectedFault } from './fault-injection.js';
-import { allReduceLoop, createRankRuntime, type RankRuntime } from './rank-runtime.js';
+import { abortComm, allReduceLoop, createRankRuntime, type RankRuntime } from './rank-runtime.js';
 import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
 
 export interface RankWorkerOptions {
@@ -21,6 +21,7 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
   const control = group.control[0]!;
   let rt: RankRuntime | null = null;
   const caches = new Map<number, KvCache>();
+  let failed = false;
   try {
     for (;;) {
       const frame = await control.next();
@@ -28,7 +29,7 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
       const msg: StepMessage = decodeStep(frame.payload);
       switch (msg.kind) {
         case 'init': {
-          const base = await createRankRuntime(msg.spec, group);
+          const base = await createRankRuntime(msg.spec, group, o.fault);
           rt = { ...base, model: withInjectedFault(base.model, o.fault) };
           control.send(CONTROL.status, 0, encodeStatus({ kind: 'ready', rank: group.rank }));
           break;
@@ -56,6 +57,7 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
       }
     }
   } catch (e) {
+    failed = true;
     const message = (e as Error).message;
     const secondary = e instanceof PeerLostError;
     if (!control.lost)
@@ -66,8 +68,9 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
       );
     throw e;
   } finally {
-    rt?.comm.close();
     closeGroup(group);
+    if (rt && failed) abortComm(rt.comm);
+    else rt?.comm.close();
   }
 }
 

@@ -2,6 +2,7 @@ import type { LoadFormat } from '../../model/load-model.js';
 import type { ForwardBatch, SeqInBatch } from '../../backend/forward-batch.js';
 import type { AllReduceFusion } from '../../parallel/allreduce-placement.js';
 import type { ReductionVariant } from '../../parallel/reduction-semantics.js';
+import type { CommName } from './device-map.js';
 
 /**
  * The typed messages rank 0 sends the other ranks on the control channel, and their binary
@@ -11,7 +12,9 @@ import type { ReductionVariant } from '../../parallel/reduction-semantics.js';
 export interface RankSpec {
   readonly modelDir: string;
   readonly backend: string;
-  readonly comm: 'cpu' | 'nccl';
+  readonly comm: CommName;
+  /** CUDA: the device ordinal of each local rank of a host (`--gpu-ids`), several may share one. */
+  readonly gpuIds?: readonly number[];
   readonly tp: number;
   readonly ep: boolean;
   readonly sp: boolean;

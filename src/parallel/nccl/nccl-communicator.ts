@@ -184,6 +184,12 @@ export class NcclCommunicator implements Communicator {
     this.count('barrier', 0, 0);
   }
 
+  /** After another rank failed: ncclCommAbort, dropping collectives that can never complete. */
+  abort(): void {
+    this.failed = true;
+    this.close();
+  }
+
   /** Destroys the communicator; after a failure it is aborted instead (pending work dropped). */
   close(): void {
     const res = this.failed
