@@ -7,11 +7,11 @@ import { launchKernel } from './kernel-launch.js';
 import { ATTENTION_COMBINE, ATTENTION_DECODE } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
 
-const KEYS_PER_TILE = 64;
+export const KEYS_PER_TILE = 64;
 /** Sparse tiles one block may hold (MAX_TILES in the kernel). */
-const MAX_TILES = 128;
+export const MAX_TILES = 128;
 /** Key splits per (token, KV group); long contexts at small batches use them all. */
-const MAX_SPLITS = 32;
+export const MAX_SPLITS = 32;
 /** Blocks the kernel keeps resident per SM (dynamic smem 69.6 KB at Dh 128). */
 const BLOCKS_PER_SM = 3;
 
@@ -33,12 +33,20 @@ export interface AttentionOperands {
  * batches never split past their top-k blocks, nor so far that a block's share of them
  * overflows its tile list.
  */
-function splitsFor(ctx: OpContext, T: number, Hkv: number, topk: number, S: number): number {
-  let splits = Math.floor((BLOCKS_PER_SM * ctx.dev.smCount) / (T * Hkv));
+export function splitsFor(
+  smCount: number,
+  T: number,
+  Hkv: number,
+  topk: number,
+  S: number,
+): number {
+  let splits = Math.floor((BLOCKS_PER_SM * smCount) / (T * Hkv));
   splits = Math.max(1, Math.min(MAX_SPLITS, splits));
   if (topk > 0) {
     splits = Math.min(splits, topk);
     const tilesPerBlock = Math.ceil(S / KEYS_PER_TILE);
+    if (tilesPerBlock > MAX_TILES)
+      throw new Error(`attention: MSA blocks of ${S} keys exceed the decode kernel's tile list`);
     while (Math.ceil(topk / splits) * tilesPerBlock > MAX_TILES) splits++;
   }
   return splits;
@@ -59,7 +67,7 @@ export function attentionDecode(
     topk = o.blocks.shape[2]!;
     blocks = cuda(o.blocks, 'attention.blocks', ['i32'], [Hkv, T, topk]).ptr;
   }
-  const splits = splitsFor(ctx, T, Hkv, topk, S);
+  const splits = splitsFor(ctx.dev.smCount, T, Hkv, topk, S);
   const part = splits > 1 ? ctx.ws.get('attention.partials', T * H * splits * (Dh + 2) * 4) : 0;
   const smem = 2 * KEYS_PER_TILE * 2 * (Dh + 8) * 2;
   launchKernel(
