@@ -164,6 +164,7 @@ function deviceMapFrom(values: Record<string, unknown>, backend: string, tp: num
     backend,
     localRanks: nnodes > 0 && tp % nnodes === 0 ? tp / nnodes : tp,
     nnodes,
+    ep: values['ep'] === true,
     ...(typeof ids === 'string' && { gpuIds: parseGpuIds(ids) }),
     ...(typeof comm === 'string' && { comm }),
   });

@@ -1,7 +1,7 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,golden,sampler,engine,load (default), comm, comm-procs]
+ *        [--only smoke,ops,golden,sampler,engine,load (default), comm, comm-procs, group]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
@@ -9,7 +9,9 @@
  * engine with CUDA graphs, with --enforce-eager and on the CPU (engine-check.ts),
  * 6. streamed and dummy loading on CUDA versus CPU, and the NaN/Inf scan (load-check.ts),
  * 7. the CUDA IPC collectives and the fused all-reduce + add + norm with 2/4/8 ranks sharing
- * the GPU as streams (comm-check.ts) and as processes (comm-process-check.ts).
+ * the GPU as streams (comm-check.ts) and as processes (comm-process-check.ts),
+ * 8. `--tp` groups sharing the GPU through the CLI: forward vs the CPU backend, the fusion
+ * trace, and failing ranks ending the group (group-check.ts).
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -21,6 +23,7 @@ import { checkCommStreams } from './comm-check.js';
 import { checkCommProcesses } from './comm-process-check.js';
 import { checkDecodeAttention } from './decode-attention-check.js';
 import { checkEngineGreedy } from './engine-check.js';
+import { checkSharedGpuGroups } from './group-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
 import { checkMoePaths } from './moe-check.js';
@@ -40,9 +43,7 @@ async function main(): Promise<void> {
   process.env['CUDA_MODULE_LOADING'] ??= 'EAGER';
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
-  const only = new Set(
-    arg('only', 'smoke,ops,golden,sampler,engine,load').split(','),
-  );
+  const only = new Set(arg('only', 'smoke,ops,golden,sampler,engine,load').split(','));
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
   const result: Record<string, unknown> = {};
@@ -101,6 +102,14 @@ async function main(): Promise<void> {
     const o = { ranks: commRanks, tokens: [1, 7], hidden, timeoutMs: 120_000 };
     const rows = await checkCommProcesses(o);
     printTable('IPC collectives, ranks as processes sharing the GPU (cuIpc handles)', rows);
+    all.push(...rows);
+  }
+  if (only.has('group')) {
+    const rows = await checkSharedGpuGroups(golden);
+    printTable(
+      '--tp groups sharing the GPU (--gpu-ids 0,..): vs CPU, fusion trace, failures',
+      rows,
+    );
     all.push(...rows);
   }
   result['rows'] = all;

@@ -58,6 +58,13 @@ describe('device map (--gpu-ids, --comm)', () => {
     ).toThrow(/--comm ipc works between the ranks of one host/);
   });
 
+  it('refuses --ep over IPC (no all-to-all there yet), saying why IPC was chosen', () => {
+    expect(() => resolveDeviceMap({ ...cuda, localRanks: 2, gpuIds: [0, 0], ep: true })).toThrow(
+      /--ep needs an all-to-all, which the CUDA IPC communicator \(chosen because ranks share a GPU\) does not have yet/,
+    );
+    expect(resolveDeviceMap({ ...cuda, localRanks: 2, ep: true }).comm).toBe('nccl');
+  });
+
   it('checks ordinals against the visible GPUs, pointing at --gpu-ids when it was not given', () => {
     expect(() => checkDeviceCount([0, 1], 1, false)).toThrow(
       '2 ranks on this host need 2 GPUs but 1 GPU is visible; to share GPUs pass --gpu-ids (e.g. --gpu-ids 0,0)',

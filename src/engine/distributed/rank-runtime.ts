@@ -88,18 +88,6 @@ async function createCommunicator(
  */
 export const IPC_MAX_BYTES = 64 * 1024 * 1024;
 
-// TODO(comm-kernels lands src/parallel/cuda-ipc): import the module by name, typed.
-const IPC_MODULE = '../../parallel/cuda-ipc/cuda-ipc-communicator.js';
-interface IpcModule {
-  createCudaIpcCommunicator(
-    rank: number,
-    worldSize: number,
-    peers: ProcessGroup['peers'],
-    backend: Backend,
-    o: { maxBytes: number; ranksPerDevice: number },
-  ): Promise<ClosableCommunicator>;
-}
-
 async function createIpcCommunicator(
   spec: RankSpec,
   group: ProcessGroup,
@@ -108,7 +96,8 @@ async function createIpcCommunicator(
   const ids = spec.gpuIds;
   if (!ids) throw new Error('--comm ipc needs the device map of --backend cuda');
   // Loaded only when selected, like NCCL.
-  const { createCudaIpcCommunicator } = (await import(IPC_MODULE)) as IpcModule;
+  const { createCudaIpcCommunicator } =
+    await import('../../parallel/cuda-ipc/cuda-ipc-communicator.js');
   return createCudaIpcCommunicator(group.rank, group.worldSize, group.peers, backend, {
     maxBytes: IPC_MAX_BYTES,
     ranksPerDevice: ranksPerDevice(ids, group.rank % ids.length),
