@@ -25,14 +25,15 @@ import {
 } from '../../src/parallel/reduction-semantics.js';
 import type { Row } from './check-util.js';
 import {
-  bitMismatches,
   deviceTensor,
   freeTensor,
   get,
   hostData,
+  mismatchesOn,
   put,
   type DataKind,
   type IoDtype,
+  rawMismatches,
 } from './comm-data.js';
 
 export interface CommCheckOptions {
@@ -110,7 +111,7 @@ function checkAllReduce(
       g.devs[r]!.copyAsync(x.ptr, src.ptr, src.bytes);
       g.comms[r]!.allReduce(x, algo);
     });
-    const mism = ts.reduce((m, { x }, r) => m + bitMismatches(get(g.devs[r]!, x), want), 0);
+    const mism = ts.reduce((m, { x }, r) => m + mismatchesOn(g.devs[r]!, x, want), 0);
     return row(`all-reduce ${algo} W=${W} T=${T} ${dt} ${kind}`, mism);
   });
   freeAll(g, ts);
@@ -138,10 +139,10 @@ function checkGatherScatter(g: StreamGroup, T: number, D: number): Row[] {
   });
   ag.forEach(({ x, out }, r) => g.comms[r]!.allGather(out, x));
   rs.forEach(({ x, out }, r) => g.comms[r]!.reduceScatter(out, x));
-  const agMism = ag.reduce((m, { out }, r) => m + bitMismatches(get(g.devs[r]!, out), gWant), 0);
+  const agMism = ag.reduce((m, { out }, r) => m + mismatchesOn(g.devs[r]!, out, gWant), 0);
   const rsMism = rs.reduce((m, { out }, r) => {
     const want = rsAll.subarray(r * per * D, (r + 1) * per * D);
-    return m + bitMismatches(get(g.devs[r]!, out), want);
+    return m + mismatchesOn(g.devs[r]!, out, want);
   }, 0);
   freeAll(g, ag);
   freeAll(g, rs);
@@ -201,14 +202,15 @@ function checkFused(g: StreamGroup, T: number, D: number, c?: Case): Row[] {
   let rBits = 0;
   let rCpu = 0;
   let aCpu = 0;
+  // The CPU norm is a tolerance check only (its sum of squares runs in another order): up to
+  // 1000 tokens, to keep the host work within the GPU budget.
+  const withCpuNorm = T <= 1000;
   ts.forEach((t, r) => {
     const dev = g.devs[r]!;
-    const aF = get(dev, t.aF);
-    const rF = get(dev, t.rF);
-    aBits += bitMismatches(aF, get(dev, t.aU));
-    rBits += bitMismatches(rF, get(dev, t.rU));
-    rCpu += bitMismatches(rF, cpu.r);
-    aCpu = Math.max(aCpu, maxAbsDiff(aF, cpu.a));
+    aBits += rawMismatches(dev, t.aF, t.aU);
+    rBits += rawMismatches(dev, t.rF, t.rU);
+    rCpu += mismatchesOn(dev, t.rF, cpu.r);
+    if (withCpuNorm) aCpu = Math.max(aCpu, maxAbsDiff(get(dev, t.aF), cpu.a));
   });
   freeAll(g, ts);
   const aMax = cpu.a.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
@@ -217,12 +219,16 @@ function checkFused(g: StreamGroup, T: number, D: number, c?: Case): Row[] {
     row(`fused vs unfused: normed a ${tag}`, aBits),
     row(`fused vs unfused: residual ${tag}`, rBits),
     row(`fused residual vs CPU definition ${tag}`, rCpu),
-    {
-      check: `fused normed a vs CPU ${tag} (max |diff|)`,
-      value: aCpu.toExponential(2),
-      limit: `${(aMax * 2 ** -6).toExponential(2)} (2^-6·max|a|)`,
-      pass: aCpu <= aMax * 2 ** -6,
-    },
+    ...(withCpuNorm
+      ? [
+          {
+            check: `fused normed a vs CPU ${tag} (max |diff|)`,
+            value: aCpu.toExponential(2),
+            limit: `${(aMax * 2 ** -6).toExponential(2)} (2^-6·max|a|)`,
+            pass: aCpu <= aMax * 2 ** -6,
+          },
+        ]
+      : []),
   ];
 }
 
@@ -248,19 +254,24 @@ function checkGraph(g: StreamGroup, T: number, D: number, algo: AllReduceAlgorit
     ts.forEach(({ src }, r) => put(g.devs[r]!, src, parts[r]!));
     graphs.forEach((gr) => gr.launch());
     const want = allReduceRows(parts, 'bf16');
-    ts.forEach(({ x }, r) => (mism += bitMismatches(get(g.devs[r]!, x), want)));
+    ts.forEach(({ x }, r) => (mism += mismatchesOn(g.devs[r]!, x, want)));
   }
   graphs.forEach((gr) => gr.destroy());
   freeAll(g, ts);
   return row(`graph: ${algo} all-reduce W=${W} T=${T} captured, 3 replays`, mism);
 }
 
-export function checkCommStreams(o: CommCheckOptions): Row[] {
+/** Runs every check; `onRows` gets each W's rows as soon as they are done (printing). */
+export function checkCommStreams(
+  o: CommCheckOptions,
+  onRows?: (W: number, rows: Row[]) => void,
+): Row[] {
   const rows: Row[] = [];
   const D = o.hidden;
   const maxT = Math.max(...o.tokens);
   let kernels: KernelCache | undefined;
   for (const W of o.ranks) {
+    const at = rows.length;
     const g = streamGroup(W, maxT * D * 4, kernels);
     kernels = g.ctxs[0]!.kernels;
     try {
@@ -280,6 +291,7 @@ export function checkCommStreams(o: CommCheckOptions): Row[] {
     } finally {
       g.close();
     }
+    onRows?.(W, rows.slice(at));
   }
   return rows;
 }

@@ -74,3 +74,34 @@ export function bitMismatches(got: Float32Array, want: Float32Array): number {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++;
   return n;
 }
+
+/** The tensor's raw storage (bf16 bit patterns, or f32 bits) without conversion. */
+export function getRaw(dev: CudaDevice, t: CudaTensor): Uint16Array | Uint32Array {
+  const out = t.dtype === 'bf16' ? new Uint16Array(t.numel) : new Uint32Array(t.numel);
+  dev.download(out, t.ptr);
+  return out;
+}
+
+/** Elements of `t` on the device whose bits differ from the host values `want`. */
+export function mismatchesOn(dev: CudaDevice, t: CudaTensor, want: Float32Array): number {
+  const raw = getRaw(dev, t);
+  const w = new Uint32Array(want.buffer, want.byteOffset, want.length);
+  if (raw.length !== w.length) return Math.max(raw.length, w.length);
+  let n = 0;
+  if (raw instanceof Uint32Array) {
+    for (let i = 0; i < w.length; i++) if (raw[i] !== w[i]) n++;
+  } else {
+    // A value with bits below bf16's cannot be stored, so it counts as a mismatch too.
+    for (let i = 0; i < w.length; i++) if ((raw[i]! << 16) >>> 0 !== w[i]) n++;
+  }
+  return n;
+}
+
+/** Elements whose raw bits differ between two device tensors. */
+export function rawMismatches(dev: CudaDevice, a: CudaTensor, b: CudaTensor): number {
+  const x = getRaw(dev, a);
+  const y = getRaw(dev, b);
+  let n = Math.abs(x.length - y.length);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) n++;
+  return n;
+}

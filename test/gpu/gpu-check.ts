@@ -94,8 +94,14 @@ async function main(): Promise<void> {
   const hidden = Number(arg('comm-hidden', '6144'));
   if (only.has('comm')) {
     const tokens = arg('comm-tokens', '1,7,128,1000,8192').split(',').map(Number);
-    const rows = guard('comm', () => checkCommStreams({ ranks: commRanks, tokens, hidden }));
-    printTable('IPC collectives, ranks as streams of one process, vs the CPU definition', rows);
+    const rows = guard('comm', () =>
+      checkCommStreams({ ranks: commRanks, tokens, hidden }, (W, r) =>
+        printTable(
+          `IPC collectives, ${W} ranks as streams of one process, vs the CPU definition`,
+          r,
+        ),
+      ),
+    );
     all.push(...rows);
   }
   if (only.has('comm-procs')) {

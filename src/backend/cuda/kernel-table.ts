@@ -426,6 +426,12 @@ export const AR_ADD_RMSNORM_WARP = kernel({
   args: AR_ADD_RMS_ARGS,
   launch: 'grid (min(maxBlocks, ceil(rows/8))), block 256 (n < 512)',
 });
+export const AR_ADD_RMSNORM_ROWS = kernel({
+  file: 'allreduce',
+  names: variants('ar_add_rmsnorm_rows_', THREE_TYPES),
+  args: AR_ADD_RMS_ARGS,
+  launch: 'grid (rows), block 256, between two ipc_barrier launches (n >= 512)',
+});
 export const IPC_BARRIER = kernel({
   file: 'allreduce',
   names: ['ipc_barrier'],

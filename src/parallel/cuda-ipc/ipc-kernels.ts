@@ -3,6 +3,7 @@ import type { Dim3 } from '../../backend/cuda/kernel-launch.js';
 import { launchKernel } from '../../backend/cuda/kernel-launch.js';
 import {
   AR_ADD_RMSNORM_BLOCK,
+  AR_ADD_RMSNORM_ROWS,
   AR_ADD_RMSNORM_WARP,
   AR_ONESHOT,
   AR_TWOSHOT,
@@ -118,22 +119,19 @@ export function launchAddRmsNorm(
     `${letter(t.r, 'allReduceAddRmsNorm.r')}${t.th}${letter(t.w, 'allReduceAddRmsNorm.w')}` as const;
   const args = { out: t.a.ptr, res: t.r.ptr, w: t.w.ptr, ...common(l), rows, n: D, eps };
   const block = [NORM_THREADS, 1, 1] as const;
-  if (D >= NORM_BLOCK_MIN_N)
-    launchKernel(
-      l.ctx,
-      AR_ADD_RMSNORM_BLOCK,
-      `ar_add_rmsnorm_block_${names}`,
-      { grid: grid(l, rows, 1), block },
-      args,
-    );
-  else
-    launchKernel(
-      l.ctx,
-      AR_ADD_RMSNORM_WARP,
-      `ar_add_rmsnorm_warp_${names}`,
-      { grid: grid(l, rows, 8), block },
-      args,
-    );
+  if (D < NORM_BLOCK_MIN_N) {
+    const shape = { grid: grid(l, rows, 8), block };
+    launchKernel(l.ctx, AR_ADD_RMSNORM_WARP, `ar_add_rmsnorm_warp_${names}`, shape, args);
+  } else if (rows <= l.maxBlocks) {
+    const shape = { grid: grid(l, rows, 1), block };
+    launchKernel(l.ctx, AR_ADD_RMSNORM_BLOCK, `ar_add_rmsnorm_block_${names}`, shape, args);
+  } else {
+    // More rows than resident blocks: barrier, one block per row on the whole GPU, barrier.
+    launchBarrier(l);
+    const shape = { grid: [rows, 1, 1] as const, block };
+    launchKernel(l.ctx, AR_ADD_RMSNORM_ROWS, `ar_add_rmsnorm_rows_${names}`, shape, args);
+    launchBarrier(l);
+  }
 }
 
 /** Every rank's block 0 meets (the caller then waits for its stream). */

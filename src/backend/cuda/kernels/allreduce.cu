@@ -24,6 +24,8 @@
 //     grid (min(maxBlocks, ceil(packs / 512))), block 512
 //   ar_add_rmsnorm_block_<res><h><w>: grid (min(maxBlocks, rows)), block 256 (n >= 512)
 //   ar_add_rmsnorm_warp_<res><h><w>: grid (min(maxBlocks, ceil(rows / 8))), block 256 (n < 512)
+//   ar_add_rmsnorm_rows_<res><h><w>: grid (rows), block 256, no barrier inside: launched
+//     between two ipc_barrier launches when rows > maxBlocks (n >= 512)
 //   ipc_barrier: grid (1), block 32
 // Tested by test/gpu/comm-check.ts (npm run test:gpu -- --only comm): 2, 4, 8 ranks on one GPU
 // as streams and as processes, against the CPU definition bit for bit; the fused kernel
@@ -368,6 +370,24 @@ __device__ void ar_add_rms_warp(TR* out, TR* res, const TW* w, const unsigned lo
   ipc_end(c);
 }
 
+/**
+ * The same rows without barriers, one block per row (the unfused add_rmsnorm's grid): for
+ * many rows the host brackets it with ipc_barrier launches (every rank's input staged before;
+ * every rank done reading before anyone restages), so the grid is not bounded by residency.
+ */
+template <typename TR, typename TX, typename TW>
+__device__ void ar_add_rms_rows(TR* out, TR* res, const TW* w, const unsigned long long* peers,
+                                int rank, int W, long long cap, long long rows, int n, float eps) {
+  __shared__ unsigned long long sb[IPC_MAX_RANKS];
+  __shared__ float scratch[32];
+  if (threadIdx.x < W) sb[threadIdx.x] = peers[threadIdx.x];
+  __syncthreads();
+  const Ipc c{sb, rank, W, cap, 0u};
+  const long long off = blockIdx.x * (long long)n;
+  add_rms_row_block(out + off, res + off, w, n, eps, scratch,
+                    [&c, off](int i) { return roundto<TX>(sum_one<TX>(c, off + i)); });
+}
+
 #define AR_ADD_RMS(S, TR, TX, TW)                                                                \
   extern "C" __global__ void ar_add_rmsnorm_block_##S(TR* out, TR* res, const TW* w,           \
                                                       const unsigned long long* peers, int rank, \
@@ -380,6 +400,12 @@ __device__ void ar_add_rms_warp(TR* out, TR* res, const TW* w, const unsigned lo
                                                      int W, long long cap, long long rows,       \
                                                      int n, float eps) {                         \
     ar_add_rms_warp<TR, TX, TW>(out, res, w, peers, rank, W, cap, rows, n, eps);                 \
+  }                                                                                              \
+  extern "C" __global__ void ar_add_rmsnorm_rows_##S(TR* out, TR* res, const TW* w,            \
+                                                     const unsigned long long* peers, int rank,  \
+                                                     int W, long long cap, long long rows,       \
+                                                     int n, float eps) {                         \
+    ar_add_rms_rows<TR, TX, TW>(out, res, w, peers, rank, W, cap, rows, n, eps);                 \
   }
 FOR_3TYPES(AR_ADD_RMS)
 
