@@ -100,15 +100,21 @@ export function rankOrderSum(partials: readonly Float32Array[], i: number): numb
   return s;
 }
 
-/** The all-reduce of `partials` by the definition, rounded once to the output's dtype. */
+/**
+ * The all-reduce of `partials` by the definition, rounded once to the output's dtype. Summed
+ * rank by rank into a Float32Array (each store rounds the double sum of two floats to float32,
+ * which is the float32 sum), the same arithmetic as `rankOrderSum` element by element.
+ */
 export function allReduceRows(
   partials: readonly Float32Array[],
   to: ActivationRounding,
 ): Float32Array {
-  const round = rounder(to);
-  const n = partials[0]!.length;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = round(rankOrderSum(partials, i));
+  const out = Float32Array.from(partials[0]!);
+  for (let q = 1; q < partials.length; q++) {
+    const p = partials[q]!;
+    for (let i = 0; i < out.length; i++) out[i] = out[i]! + p[i]!;
+  }
+  if (to === 'bf16') for (let i = 0; i < out.length; i++) out[i] = roundToBf16(out[i]!);
   return out;
 }
 

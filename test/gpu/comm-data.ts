@@ -14,21 +14,23 @@ export type IoDtype = Extract<DType, 'bf16' | 'f32'>;
 /** Host values of one rank's tensor: f32 values (bf16-exact when dtype is bf16). */
 export function hostData(n: number, seed: number, kind: DataKind, dtype: IoDtype): Float32Array {
   let s = (seed * 2654435761 + 12345) >>> 0;
-  const out = new Float32Array(n);
-  const u = new Uint32Array(out.buffer);
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    if (kind === 'integer') {
-      out[i] = (s >>> 28) - 8; // -8..7
-    } else {
-      // sign, exponent 119..135 (2^-8..2^8), mantissa: 7 bits (bf16) or 23 bits (f32)
-      const sign = (s >>> 31) << 31;
-      const exp = (119 + ((s >>> 26) % 17)) << 23;
-      const man = dtype === 'bf16' ? ((s >>> 9) & 0x7f) << 16 : s & 0x7fffff;
-      u[i] = (sign | exp | man) >>> 0;
+  const u = new Uint32Array(n);
+  if (kind === 'integer') {
+    const bits = new Uint32Array(Float32Array.from({ length: 16 }, (_, k) => k - 8).buffer);
+    for (let i = 0; i < n; i++) {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      u[i] = bits[s >>> 28]!; // -8..7
+    }
+  } else {
+    // sign, exponent 119..135 (2^-8..2^8), mantissa: 7 bits (bf16) or 23 bits (f32)
+    const exps = Uint32Array.from({ length: 64 }, (_, k) => (119 + (k % 17)) << 23);
+    const manMask = dtype === 'bf16' ? 0x7f0000 : 0x7fffff;
+    for (let i = 0; i < n; i++) {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      u[i] = ((s & 0x80000000) | exps[(s >>> 25) & 63]! | ((s << 7) & manMask)) >>> 0;
     }
   }
-  return out;
+  return new Float32Array(u.buffer);
 }
 
 /** A device tensor of `shape` on `dev` (plain cuMemAlloc; `free` when done). */
