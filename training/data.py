@@ -91,6 +91,16 @@ class ByteTokenizer:
         return "".join(out) + buf.decode(errors="replace")
 
 
+def load_tokenizer(path, dry_run):
+    """The bundled tokenizer, or the byte stand-in on a dry run without HF tokenizers."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        assert dry_run, "HF tokenizers is needed outside --dry-run"
+        return ByteTokenizer()
+    return Tokenizer.from_file(path)
+
+
 def encode(tok, samples, max_len):
     """[(ids, first completion index, kind)] for samples that fit in max_len tokens."""
     prompts = [e.ids for e in tok.encode_batch([s["prompt"] for s in samples])]

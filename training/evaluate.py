@@ -84,6 +84,12 @@ def score(items, replies):
             m = re.search(r"####\s*(-?\d+)", content)
             s["correct"] += int(bool(m) and int(m.group(1)) == it["answer_number"])
         elif it["stage"] == "tool-call":
+            if "expected_block" in it:
+                calls = parse_calls(content)
+                s["parsed"] += int(bool(calls))
+                s["valid"] += int(bool(calls) and calls[0][0] in {t["function"]["name"] for t in it["tools"]})
+                s["correct"] += int(it["expected_block"] in content)
+                continue
             calls = parse_calls(content)
             tools = {t["function"]["name"]: t["function"]["parameters"] for t in it["tools"]}
             if calls:
@@ -92,6 +98,9 @@ def score(items, replies):
                 typed = typed_args(args, tools[name]) if name in tools else None
                 s["valid"] += int(typed is not None)
                 s["correct"] += int(name == it["answer"]["name"] and typed == it["answer"]["arguments"])
+        elif it.get("final_answer") == "":
+            # chat sanity: a non-empty plain reply with no markup in the content
+            s["correct"] += int(content.strip() != "" and "<" not in content and "]~" not in content)
         else:
             s["correct"] += int(content.strip() == it["final_answer"].strip())
     for s in stats.values():

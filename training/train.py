@@ -235,6 +235,9 @@ def main():
     ap.add_argument("--log-every", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--tokenizer", help="an existing tokenizer.json to reuse instead of training one")
+    ap.add_argument("--init", help="a model.safetensors (same config) to start from")
+    ap.add_argument("--save-every-s", type=float, default=0, help="checkpoint the weights every N seconds")
     args = ap.parse_args()
     run(args)
 
@@ -256,10 +259,13 @@ def run(args):
     if args.max_samples:
         samples = samples[: args.max_samples]
     t0 = time.time()
-    try:
+    if args.tokenizer:
+        tok = data.load_tokenizer(args.tokenizer, args.dry_run)
+    else:
+      try:
         texts = [s["prompt"] + s["completion"] for s in samples[: args.tokenizer_samples]]
         tok = data.train_tokenizer(texts, args.vocab)
-    except ImportError:
+      except ImportError:
         assert args.dry_run, "HF tokenizers is needed outside --dry-run"
         tok = data.ByteTokenizer()
     bos_id, eot_id = tok.token_to_id(data.SPECIALS[0]), tok.token_to_id(data.EOT)
@@ -281,9 +287,15 @@ def run(args):
     )
     val_b = [(i.to(dev), m.to(dev)) for i, m in val_b]
     train_b = [(i.to(dev), m.to(dev)) for i, m in train_b]
-    cfg = model_config(args, tok.get_vocab_size(), bos_id, eot_id)
+    init = safetensors_io.load(args.init) if args.init else None
+    vocab = init["model.embed_tokens.weight"].shape[0] if init else tok.get_vocab_size()
+    assert vocab >= tok.get_vocab_size(), "--init has a smaller vocabulary than the tokenizer"
+    cfg = model_config(args, vocab, bos_id, eot_id)
     model = MiniMaxM3(cfg)
     model.init_weights()
+    if args.init:
+        from_hf(model, init)
+        log["init"] = args.init
     model.to(dev)
     log["params"] = sum(p.numel() for p in model.parameters())
     steps, seen, secs = train(args, model, train_b, val_b, dev, log)
@@ -315,7 +327,7 @@ def run(args):
         model32,
         model64,
         tok,
-        [it for it in items if it["stage"] == "tool-answer"][:3],
+        [it for it in items if it["stage"] in ("tool-answer", "tool-call")][:3],
         eot_id,
         log,
         out,

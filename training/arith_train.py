@@ -1,0 +1,202 @@
+"""Arithmetic word problems for training: many phrasings combined at random (names, things,
+units, order of facts, distractor sentences, question first or last). heldout_phrasings.py
+holds sentence frames this file never produces, for the eval."""
+from lexicon import CURRENCY, DAYS, MEASURES, NAMES, THINGS
+
+
+def _n(rng, lo=2, hi=90):
+    return rng.randint(lo, hi)
+
+
+def _two_names(rng):
+    a, b = rng.sample(NAMES, 2)
+    return a, b
+
+
+def gain(rng, a, b):
+    n, t = rng.choice(NAMES), rng.choice(THINGS)[0]
+    verb = rng.choice(["buys", "finds", "gets", "is given", "wins", "collects", "picks", "receives", "makes"])
+    facts = [f"{n} has {a} {t}.", f"{rng.choice([n, 'Then ' + n, 'Later ' + n])} {verb} {b} more."]
+    q = rng.choice([f"How many {t} does {n} have now?", f"How many {t} does {n} have in all?",
+                    f"How many {t} does {n} have altogether?", "How many are there now?"])
+    return facts, q, False
+
+
+def together(rng, a, b):
+    n, m = _two_names(rng)
+    t, c = rng.choice(THINGS)
+    form = rng.randrange(3)
+    if form == 0:
+        facts = [f"{n} has {a} {t} and {m} has {b} {t}."]
+    elif form == 1:
+        facts = [f"{n} has {a} {t}.", f"{m} has {b} {t}."]
+    else:
+        facts = [f"There are {a} {t} in the first of the {c} and {b} in the second."]
+    q = rng.choice([f"How many {t} do they have together?", f"How many {t} are there altogether?",
+                    f"How many {t} are there in total?", "What is the total?"])
+    return facts, q, form == 1
+
+
+def measure(rng, a, b):
+    n = rng.choice(NAMES)
+    unit, verb, q = rng.choice(MEASURES)
+    d1, d2 = rng.sample(DAYS, 2)
+    if rng.random() < 0.5:
+        facts = [f"{n} {verb} {a} {unit} on {d1} and {b} {unit} on {d2}."]
+    else:
+        facts = [f"On {d1}, {n} {verb} {a} {unit}.", f"On {d2}, {n} {verb} {b} {unit}."]
+    return facts, q.format(P=n), True
+
+
+def lose(rng, a, b):
+    n, m = _two_names(rng)
+    t = rng.choice(THINGS)[0]
+    verb = rng.choice(["gives away", "loses", "eats", "sells", "uses", "breaks", f"gives {m}", "drops"])
+    facts = [f"{n} has {a} {t}.", f"{n} {verb} {b} of them."]
+    q = rng.choice([f"How many {t} does {n} have left?", "How many are left?", f"How many {t} are left?",
+                    f"How many {t} does {n} have now?"])
+    return facts, q, False
+
+
+def compare(rng, a, b):
+    n, m = _two_names(rng)
+    t = rng.choice(THINGS)[0]
+    facts = [f"{n} has {a} {t}.", f"{m} has {b} {t}."]
+    q = rng.choice([f"How many more {t} does {n} have than {m}?", f"How many fewer {t} does {m} have than {n}?",
+                    f"What is the difference between the number of {t} they have?"])
+    return facts, q, True
+
+
+def spend(rng, a, b):
+    n, cur = rng.choice(NAMES), rng.choice(CURRENCY)
+    item = rng.choice(["a book", "lunch", "a toy", "a ticket", "a shirt", "groceries"])
+    facts = [f"{n} has {a} {cur}.", f"{n} spends {b} {cur} on {item}."]
+    q = rng.choice([f"How much money does {n} have left?", f"How many {cur} are left?",
+                    f"How many {cur} does {n} have now?"])
+    return facts, q, False
+
+
+def groups(rng, a, b):
+    n = rng.choice(NAMES)
+    t, c = rng.choice(THINGS)
+    form = rng.randrange(4)
+    if form == 0:
+        facts = [f"{n} has {a} {c} with {b} {t} in each."]
+    elif form == 1:
+        facts = [f"There are {a} {c}.", f"Each one holds {b} {t}."]
+    elif form == 2:
+        facts = [f"Each of the {a} {c} has {b} {t} in it."]
+    else:
+        facts = [f"{n} buys {a} {c} of {t}.", f"There are {b} {t} in each."]
+    q = rng.choice([f"How many {t} are there in total?", f"How many {t} are there altogether?",
+                    f"How many {t} does {n} have?"])
+    return facts, q, False
+
+
+def price(rng, a, b):
+    n, cur = rng.choice(NAMES), rng.choice(CURRENCY)
+    t = rng.choice(THINGS)[0]
+    facts = rng.choice([[f"One of the {t} costs {b} {cur}.", f"{n} buys {a} {t}."],
+                        [f"{n} buys {a} {t} at {b} {cur} each."],
+                        [f"{t.capitalize()} cost {b} {cur} each.", f"{n} buys {a} of them."]])
+    q = rng.choice([f"How much does {n} pay?", f"How many {cur} does {n} spend?", "What is the total cost?"])
+    return facts, q, False
+
+
+def per_day(rng, a, b):
+    n = rng.choice(NAMES)
+    unit, verb, _ = rng.choice(MEASURES)
+    facts = [f"{n} {verb} {b} {unit} every day for {a} days."]
+    q = rng.choice([f"How many {unit} is that in total?", f"How many {unit} does {n} manage altogether?"])
+    return facts, q, False
+
+
+BARE = {
+    "+": ["What is {a} + {b}?", "What is {a} plus {b}?", "Calculate {a} + {b}.", "{a} + {b} = ?",
+          "What is the sum of {a} and {b}?", "Add {a} and {b}.", "How much is {a} plus {b}?", "{a} plus {b}"],
+    "-": ["What is {a} - {b}?", "What is {a} minus {b}?", "Calculate {a} - {b}.", "{a} - {b} = ?",
+          "What is the difference of {a} and {b}?", "How much is {a} minus {b}?", "{a} minus {b}"],
+    "*": ["What is {a} * {b}?", "What is {a} times {b}?", "Calculate {a} * {b}.", "{a} * {b} = ?",
+          "What is the product of {a} and {b}?", "Multiply {a} by {b}.", "How much is {a} times {b}?",
+          "What is {a} x {b}?", "{a} times {b}"],
+}
+
+ONE_STEP = {"+": [gain, together, measure], "-": [lose, compare, spend], "*": [groups, price, per_day]}
+
+
+def operands(rng, op):
+    if op == "-":
+        a, b = sorted((_n(rng), _n(rng)), reverse=True)
+        return (a, b) if a != b else (a + 1, b)
+    if op == "*" and rng.random() < 0.4:
+        return _n(rng, 2, 12), _n(rng, 2, 90)
+    return _n(rng), _n(rng)
+
+
+def distractor(rng):
+    n, t = rng.choice(NAMES), rng.choice(THINGS)[0]
+    d = _n(rng, 2, 60)
+    return rng.choice([f"{n} is {d} years old.", f"It is {d} degrees outside.", f"{n} also has {d} {t}.",
+                       f"The shop is {d} km away.", f"The clock shows {d} minutes past noon.",
+                       f"{n} has a friend who owns {d} {t}."])
+
+
+def one_step(rng):
+    op = rng.choice("+-*")
+    a, b = operands(rng, op)
+    if rng.random() < 0.2:
+        return rng.choice(BARE[op]).format(a=a, b=b), [(a, op, b)]
+    facts, q, swappable = rng.choice(ONE_STEP[op])(rng, a, b)
+    return compose(rng, facts, q, swappable), [(a, op, b)]
+
+
+def two_step(rng):
+    """Problems of two or three steps; the worked steps follow the order of computation."""
+    n, m = _two_names(rng)
+    t, c = rng.choice(THINGS)
+    cur = rng.choice(CURRENCY)
+    kind = rng.randrange(5)
+    if kind == 0:
+        a, b = _n(rng), _n(rng)
+        k = rng.randint(2, a + b - 1)
+        facts = [f"{n} has {a} {t}.", f"{n} gets {b} more.", f"Then {n} gives {k} to {m}."]
+        return compose(rng, facts, f"How many {t} does {n} have now?", False), [(a, "+", b), ("prev", "-", k)]
+    if kind == 1:
+        a, b, k = _n(rng, 2, 12), _n(rng, 2, 30), _n(rng)
+        facts = [f"{n} has {a} {c} with {b} {t} in each.", f"{n} also has {k} loose {t}."]
+        return compose(rng, facts, f"How many {t} does {n} have in total?", False), [(a, "*", b), ("prev", "+", k)]
+    if kind == 2:
+        q, p = _n(rng, 2, 9), _n(rng, 2, 20)
+        money = q * p + _n(rng, 0, 50)
+        facts = [f"{n} has {money} {cur}.", f"{n} buys {q} {t} at {p} {cur} each."]
+        qs = f"How many {cur} does {n} have left?"
+        return compose(rng, facts, qs, False), [(q, "*", p), (money, "-", "prev")]
+    if kind == 3:
+        a, b = _n(rng, 2, 12), _n(rng, 2, 40)
+        k = rng.randint(1, a * b - 1) if a * b < 90 else _n(rng, 2, 90)
+        facts = [f"There are {a} {c} of {t} with {b} in each.", f"{k} of the {t} are broken."]
+        return compose(rng, facts, f"How many {t} are not broken?", False), [(a, "*", b), ("prev", "-", k)]
+    a, b, k = _n(rng), _n(rng), _n(rng)
+    j = rng.randint(1, a + b + k - 1)
+    facts = [f"{n} has {a} {t}.", f"{n} finds {b} more.", f"{m} gives {n} {k} more.", f"{n} loses {j}."]
+    return compose(rng, facts, f"How many {t} does {n} have now?", False), [(a, "+", b), ("prev", "+", k), ("prev", "-", j)]
+
+
+SUFFIXES = ["", "", "", " Solve step by step.", " Show your work.", " Give the final number.",
+            " Think step by step and give the answer after ####."]
+
+
+def compose(rng, facts, question, swappable):
+    facts = list(facts)
+    if swappable and rng.random() < 0.5:
+        facts.reverse()
+    if rng.random() < 0.3:
+        facts.insert(rng.randrange(len(facts) + 1), distractor(rng))
+    text = " ".join(facts)
+    text = f"{question} {text}" if rng.random() < 0.15 else f"{text} {question}"
+    return text + rng.choice(SUFFIXES)
+
+
+def problem(rng):
+    """(question text, steps) for one training problem."""
+    return one_step(rng) if rng.random() < 0.65 else two_step(rng)

@@ -1,0 +1,106 @@
+"""The digit-level worked reasoning written inside <mm:think>: one small step per line, each a
+fact a small model can look up (a one-digit sum, difference or product, plus a carry), with the
+partial result written after `->` so that the final number is a copy of the last partial."""
+
+
+def digits(n):
+    return [int(c) for c in str(n)][::-1]  # ones first
+
+
+def add_lines(a, b):
+    da, db = digits(a), digits(b)
+    lines, part, carry = [], "", 0
+    for i in range(max(len(da), len(db))):
+        x, y = (da[i] if i < len(da) else 0), (db[i] if i < len(db) else 0)
+        s = x + y + carry
+        lhs = f"{x} + {y}" + (f" + {carry}" if carry else "")
+        part = str(s % 10) + part
+        carry = s // 10
+        lines.append(f"{lhs} = {s} -> {part}" + (", carry 1" if carry else ""))
+    if carry:
+        part = "1" + part
+        lines.append(f"carry 1 -> {part}")
+    return lines
+
+
+def sub_lines(a, b):
+    assert a >= b
+    da, db = digits(a), digits(b)
+    lines, part, borrow = [], "", 0
+    for i in range(len(da)):
+        x, y = da[i], (db[i] if i < len(db) else 0)
+        need = x - borrow < y
+        top = x + 10 if need else x
+        r = top - y - borrow
+        lhs = f"{top} - {y}" + (f" - {borrow}" if borrow else "")
+        part = str(r) + part
+        borrow = 1 if need else 0
+        lines.append(f"{lhs} = {r} -> {part}" + (", borrow 1" if borrow else ""))
+    return lines
+
+
+def mul1_lines(a, d):
+    """a times one digit d: one line per digit of a, ending in the partial product."""
+    da = digits(a)
+    steps, part, carry = [], "", 0
+    for i, x in enumerate(da):
+        p = x * d
+        s = p + carry
+        txt = f"{x} * {d} = {p}" + (f", {p} + {carry} = {s}" if carry else "")
+        last = i == len(da) - 1
+        carry = s // 10
+        part = (str(s) if last else str(s % 10)) + part
+        steps.append(f"{txt} -> {part}" + (f", carry {carry}" if carry and not last else ""))
+    return steps, int(part)
+
+
+def mul_lines(a, b):
+    """a * b with b of one or two digits: partial products, then their column sum."""
+    if b > a and a < 100:
+        a, b = b, a
+        lines = [f"{b} * {a} = {a} * {b}"]
+    else:
+        lines = []
+    db = digits(b)
+    partials = []
+    for k, d in enumerate(db):
+        if d == 0:
+            continue
+        steps, p = mul1_lines(a, d)
+        lines.append(f"{a} * {d}:")
+        lines += steps
+        if k:
+            lines.append(f"{a} * {d}0 = {p}0")
+            p *= 10
+        partials.append(p)
+    if not partials:
+        partials = [0]
+        lines.append(f"{a} * 0 = 0")
+    total = partials[0]
+    for p in partials[1:]:
+        lines.append(f"{total} + {p}:")
+        lines += add_lines(total, p)
+        total += p
+    return lines
+
+
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def step_lines(a, op, b):
+    """The worked lines of one binary step, header and result line included."""
+    body = add_lines(a, b) if op == "+" else sub_lines(a, b) if op == "-" else mul_lines(a, b)
+    r = OPS[op](a, b)
+    return [f"{a} {op} {b}:"] + body + [f"{a} {op} {b} = {r}"], r
+
+
+def worked(steps):
+    """steps: [(a, op, b)] where a or b may be the string 'prev' for the last result.
+    Returns (reasoning text, final result)."""
+    lines, prev = [], None
+    for a, op, b in steps:
+        a = prev if a == "prev" else a
+        b = prev if b == "prev" else b
+        ls, prev = step_lines(a, op, b)
+        lines += ls
+    return "\n".join(lines), prev
