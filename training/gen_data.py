@@ -185,12 +185,14 @@ def main():
             for s in ch:
                 n += 1
                 f.write(json.dumps(s, ensure_ascii=False) + "\n")
-    leaks = sum(1 for ch in chunks for s in ch if s["kind"] == "arithmetic" and any(q in s["prompt"] for q in list(heldout_q)[:20]))
+    user_turns = [s["prompt"].split("]~b]user\n")[-1] for ch in chunks for s in ch]
+    leaks = sum(1 for u in user_turns if any(q in u for q in heldout_q))
+    frames = sum(1 for u in user_turns if any(m in u for m in heldout_phrasings.FRAME_MARKERS))
     with open(out / "heldout-prompts.jsonl", "w") as f:
         for it in heldout_items(a.seed + 7):
             f.write(json.dumps(it, ensure_ascii=False) + "\n")
     (out / "chat_template.jinja").write_text(json.loads(Path(a.template).read_text())["chat_template"])
-    print(json.dumps({"samples": n, "heldout_leaks": leaks}))
+    print(json.dumps({"samples": n, "heldout_questions_in_training": leaks, "heldout_frames_in_training": frames}))
 
 
 if __name__ == "__main__":

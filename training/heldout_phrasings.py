@@ -51,6 +51,13 @@ FRAMES = {
 }
 
 
+# Phrases of the frames above that no training prompt may contain (gen_data.py counts them).
+FRAME_MARKERS = ["starts with", "end up with", "were in a box", "Find the sum", "saved", "Together,",
+                 "hands you", "walked", "but gave", "Subtract", "remain?", " own?", "A jar held",
+                 "paid", "take", "A box holds", "Work out", "is filling", "students", "Find the product",
+                 "apiece", "runs"]
+
+
 def problem(rng):
     """(question, answer, op) for one held-out problem."""
     op = rng.choice("+-*")
