@@ -59,14 +59,14 @@ function matmulSection(threads: number, wasmPeak: number): { mm: KernelRow[]; bl
     `\nmatmul out[M,N] = x[M,K]·w[N,K]ᵀ, float32, median of 9 (reference: ${blas1.note})`,
   );
   console.log(
-    'shape (MxNxK)    kernel              ms   GFLOP/s  % WASM peak×thr  vs BLAS same threads  load',
+    'shape (MxNxK)    kernel                             ms   GFLOP/s  % WASM peak×thr  vs BLAS same threads  load',
   );
   for (const r of mm) {
     const t = r.kernel.startsWith('wasm') ? Number(/(\d+) thread/.exec(r.kernel)![1]) : 1;
     const ref = blas.find((b) => b.shape === r.what && b.threads === t);
     const ratio = ref ? `${fmt(r.gflops / ref.gflops, 2)}× (${fmt(ref.gflops)})` : '—';
     // prettier-ignore
-    console.log(`${r.what.padEnd(16)} ${r.kernel.padEnd(16)} ${pad(fmt(r.ms, 3), 8)} ${pad(fmt(r.gflops), 9)} ${pad(fmt((100 * r.gflops) / (wasmPeak * t), 0) + '%', 16)} ${pad(ratio, 21)} ${pad(fmt(r.load, 2), 5)}`);
+    console.log(`${r.what.padEnd(16)} ${r.kernel.padEnd(31)} ${pad(fmt(r.ms, 3), 8)} ${pad(fmt(r.gflops), 9)} ${pad(fmt((100 * r.gflops) / (wasmPeak * t), 0) + '%', 16)} ${pad(ratio, 21)} ${pad(fmt(r.load, 2), 5)}`);
   }
   return { mm, blas: { note: blas1.note, rows: blas } };
 }

@@ -4,6 +4,7 @@ import { layoutBatch, type ForwardBatch } from '../../backend/forward-batch.js';
 import { pagedAttention } from '../../backend/cpu/ops/attention.js';
 import { matmulF32 } from '../../backend/cpu/ops/matmul.js';
 import { msaSelectBlocks } from '../../backend/cpu/ops/msa-select.js';
+import { PackedPanels, packPanels } from '../../backend/cpu/packed-panels.js';
 import type { CpuKernels } from '../../backend/cpu/wasm/cpu-kernels.js';
 import { median } from './model-bench.js';
 
@@ -36,7 +37,11 @@ function fill(a: Float32Array, seed: number): Float32Array {
   return a;
 }
 
-/** out[M, N] = x · wᵀ: the WASM kernel on `k` (its threads) and, with `js`, the JS kernel. */
+/**
+ * out[M, N] = x · wᵀ on `k` (its threads): the register-blocked kernel on packed float32
+ * weights (what the backend runs for these shapes), the same on packed bf16 weights (a bf16
+ * checkpoint), the row-major kernel (before the packed one) and, with `js`, the JS kernel.
+ */
 export function benchMatmul(
   k: CpuKernels,
   label: string,
@@ -47,6 +52,9 @@ export function benchMatmul(
 ): KernelRow[] {
   const x = fill(k.heap.f32(M * K), 1);
   const w = fill(k.heap.f32(N * K), 2);
+  const packed = new PackedPanels(packPanels(w, k.heap.f32(N * K), N, K));
+  const bits = Uint16Array.from(new Uint32Array(w.buffer, w.byteOffset, w.length), (b) => b >>> 16);
+  const packedBf16 = new PackedPanels(packPanels(bits, k.heap.u16(N * K), N, K));
   const out = k.heap.f32(M * N);
   const flop = 2 * M * N * K;
   const row = (kernel: string, ms: number): KernelRow => ({
@@ -59,6 +67,14 @@ export function benchMatmul(
   const rows = [
     row(
       label,
+      time(() => k.matmul(out, x, packed, M, N, K), 9),
+    ),
+    row(
+      `${label}, bf16 w`,
+      time(() => k.matmul(out, x, packedBf16, M, N, K), 9),
+    ),
+    row(
+      `${label}, row-major`,
       time(() => k.matmul(out, x, w, M, N, K), 9),
     ),
   ];
@@ -69,7 +85,7 @@ export function benchMatmul(
         time(() => matmulF32(out, x, w, M, N, K), 3),
       ),
     );
-  for (const a of [x, w, out]) k.heap.free(a);
+  for (const a of [x, w, packed.data, packedBf16.data, out]) k.heap.free(a);
   return rows;
 }
 
