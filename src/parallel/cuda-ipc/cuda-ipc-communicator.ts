@@ -175,7 +175,7 @@ export async function createCudaIpcCommunicator(
     o.timeoutMs ?? 60_000,
   );
   return new CudaIpcCommunicator(
-    { ctx: backend.ctx, buffers, maxBlocks: blocks },
+    { ctx: backend.ctx, buffers, maxBlocks: buffers.maxBlocks },
     o.oneShotMaxBytes,
   );
 }
@@ -190,7 +190,7 @@ export function createStreamIpcGroup(
   o: Omit<CudaIpcOptions, 'ranksPerDevice' | 'timeoutMs'>,
 ): CudaIpcCommunicator[] {
   const blocks = maxBlocks(devs[0]!.smCount, devs.length);
-  return IpcBuffers.local(devs, o.maxBytes).map(
+  return IpcBuffers.local(devs, o.maxBytes, blocks).map(
     (buffers, r) =>
       new CudaIpcCommunicator(
         { ctx: { dev: devs[r]!, kernels }, buffers, maxBlocks: blocks },

@@ -8,6 +8,7 @@ import {
   type ProcessGroup,
 } from '../transport/process-group.js';
 import {
+  agreedBlocks,
   decodeBufferInfo,
   encodeBufferInfo,
   exchangeBufferInfo,
@@ -54,6 +55,17 @@ describe('IPC handle exchange', () => {
     }
   });
 
+  it('agrees on the smallest block cap (ranks on a shared GPU keep fewer resident)', async () => {
+    const g = await group(3);
+    const blocks = [132, 66, 66];
+    const got = await Promise.all(
+      g.map((p) =>
+        exchangeBufferInfo({ ...info(p.rank, 3), blocks: blocks[p.rank]! }, p.peers, 5000),
+      ),
+    );
+    for (const all of got) expect(agreedBlocks(all)).toBe(66);
+  });
+
   it('names the rank whose regions differ in size', async () => {
     const g = await group(2);
     const res = await Promise.allSettled([
@@ -80,7 +92,7 @@ describe('IPC handle exchange', () => {
     expect(() => decodeBufferInfo(from1({ pid: own.pid }), 1, own)).toThrow(/in this process/);
     expect(() => decodeBufferInfo(from1({ rank: 2 }), 1, own)).toThrow(/says it is rank 2/);
     expect(() => decodeBufferInfo(from1({ worldSize: 4 }), 1, own)).toThrow(/expects 4 ranks/);
-    expect(() => decodeBufferInfo(from1({ blocks: 66 }), 1, own)).toThrow(/up to 66 blocks/);
+    expect(() => decodeBufferInfo(from1({ blocks: 0 }), 1, own)).toThrow(/sent 0 blocks/);
     expect(() => decodeBufferInfo(from1({ handle: new Uint8Array(8) }), 1, own)).toThrow(
       /8-byte handle/,
     );

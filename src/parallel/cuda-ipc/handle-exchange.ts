@@ -12,7 +12,10 @@ export interface IpcBufferInfo {
   readonly pid: number;
   /** Bytes of each data region (every rank must use the same). */
   readonly cap: number;
-  /** Blocks per launch at most (every rank must launch the same grids, or the barriers hang). */
+  /**
+   * Blocks per launch this rank's GPU can keep resident (floor(SMs / ranks on it)); every rank
+   * must launch the same grids or the barriers hang, so the group uses the minimum.
+   */
   readonly blocks: number;
   /** The 64-byte cudaIpcMemHandle of the buffer. */
   readonly handle: Uint8Array;
@@ -51,14 +54,16 @@ export function decodeBufferInfo(
   if (w.worldSize !== own.worldSize)
     throw bad(`expects ${w.worldSize} ranks, this group has ${own.worldSize}`);
   if (w.cap !== own.cap) throw bad(`registered ${w.cap}-byte regions, this rank ${own.cap}`);
-  if (w.blocks !== own.blocks)
-    throw bad(
-      `launches up to ${w.blocks} blocks, this rank ${own.blocks} (set ranksPerDevice alike)`,
-    );
+  if (!(Number.isInteger(w.blocks) && w.blocks >= 1)) throw bad(`sent ${w.blocks} blocks`);
   if (handle.length !== own.handle.length)
     throw bad(`sent a ${handle.length}-byte handle, expected ${own.handle.length}`);
   if (w.pid === own.pid) throw bad('is in this process (IPC handles open only in another)');
   return { rank: w.rank, worldSize: w.worldSize, pid: w.pid, cap: w.cap, blocks: w.blocks, handle };
+}
+
+/** The grid cap every rank of the group launches with: the smallest any rank can keep resident. */
+export function agreedBlocks(infos: readonly IpcBufferInfo[]): number {
+  return Math.min(...infos.map((i) => i.blocks));
 }
 
 /**

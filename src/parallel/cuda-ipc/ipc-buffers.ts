@@ -5,7 +5,7 @@ import {
   ipcOpenMemHandle,
 } from '../../backend/cuda/ipc-memory.js';
 import type { FramedSocket } from '../transport/framed-socket.js';
-import { exchangeBufferInfo } from './handle-exchange.js';
+import { agreedBlocks, exchangeBufferInfo } from './handle-exchange.js';
 import { bufferBytes, checkWorldSize, IPC_SIGNAL_BYTES, regionBytes } from './ipc-layout.js';
 
 /**
@@ -30,6 +30,8 @@ export class IpcBuffers {
     readonly table: number,
     /** Peer addresses this rank opened with cuIpcOpenMemHandle (closed by `close`). */
     private readonly opened: readonly number[],
+    /** Blocks per launch at most, the same on every rank (handle-exchange.ts agreedBlocks). */
+    readonly maxBlocks: number,
   ) {}
 
   get worldSize(): number {
@@ -42,14 +44,17 @@ export class IpcBuffers {
   }
 
   /** W ranks as W streams of one process (every device shares the primary context). */
-  static local(devs: readonly CudaDevice[], maxBytes: number): IpcBuffers[] {
+  static local(devs: readonly CudaDevice[], maxBytes: number, blocks: number): IpcBuffers[] {
     checkWorldSize(devs.length);
     const cap = regionBytes(maxBytes);
     const bases = devs.map((d) => allocateCleared(d, cap));
-    return devs.map((d, r) => new IpcBuffers(d, r, cap, bases, uploadTable(d, bases), []));
+    return devs.map((d, r) => new IpcBuffers(d, r, cap, bases, uploadTable(d, bases), [], blocks));
   }
 
-  /** This rank of a group of processes: allocate, exchange handles over `peers`, open the others. */
+  /**
+   * This rank of a group of processes: allocate, exchange handles over `peers`, open the
+   * others'. `blocks`: what this rank's GPU keeps resident; the group agrees on the minimum.
+   */
   static async connect(
     dev: CudaDevice,
     rank: number,
@@ -75,7 +80,8 @@ export class IpcBuffers {
         opened.push(p);
         return p;
       });
-      return new IpcBuffers(dev, rank, cap, bases, uploadTable(dev, bases), opened);
+      const table = uploadTable(dev, bases);
+      return new IpcBuffers(dev, rank, cap, bases, table, opened, agreedBlocks(infos));
     } catch (e) {
       for (const p of opened) ipcCloseMemHandle(dev, p, 'a peer buffer');
       dev.free(own, bufferBytes(cap));
