@@ -49,6 +49,8 @@ const say = (line) => {
 };
 const killAll = () => {
   for (const p of peers.keys()) if (alive(p)) try { process.kill(p, 'SIGKILL'); } catch {}
+  // Nothing runs after our own SIGKILL: remove the heartbeat files now.
+  if (w.heartbeatDir) try { fs.rmSync(w.heartbeatDir, { recursive: true, force: true }); } catch {}
   process.kill(process.pid, 'SIGKILL');
 };
 const secs = (ms) => ms / 1000 + ' s';
@@ -101,6 +103,8 @@ export interface HangWatchdogOptions {
   readonly selfRank?: number;
   /** Where this process's heartbeat is published for its launcher. */
   readonly heartbeatFile?: string;
+  /** A launcher's folder of its workers' heartbeat files, removed when the job is killed. */
+  readonly heartbeatDir?: string;
   /** Default `watchdogStaleMs()`. */
   readonly staleMs?: number;
   /** A watched rank hung and was killed while this main thread was still responsive. */
@@ -123,6 +127,7 @@ export class HangWatchdog {
         checkHangs: o.checkHangs ?? false,
         selfRank: o.selfRank,
         heartbeatFile: o.heartbeatFile,
+        heartbeatDir: o.heartbeatDir,
       },
     });
     this.thread.unref();

@@ -90,6 +90,7 @@ export class LocalWorkers {
     return (this.watchdog ??= new HangWatchdog({
       label: 'launcher',
       checkHangs: true,
+      ...(this.heartbeats && { heartbeatDir: this.heartbeats }),
       ...(this.selfRank !== undefined && { selfRank: this.selfRank }),
       onHung: (rank, seconds) =>
         this.watch.report(
