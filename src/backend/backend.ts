@@ -1,4 +1,5 @@
 import type { DType } from '../tensor/dtype.js';
+import type { Fp8Scaling, Fp8Weight } from '../tensor/fp8-weight.js';
 import type { Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { ForwardBatch } from './forward-batch.js';
@@ -43,6 +44,11 @@ export interface Backend {
    * CUDA). Absent: the loader uses HostWeightUploader over `write`.
    */
   weightUploader?(o: WeightUploaderOptions): WeightUploader;
+  /**
+   * FP8 weights kept in FP8 (CUDA). Absent: the backend computes in float32 on dequantized
+   * weights (the CPU reference), which is what every op on an Fp8Weight is defined to compute.
+   */
+  readonly fp8?: Fp8WeightOps;
   /** Same storage, another shape with the same element count. */
   view(t: Tensor, shape: Shape): Tensor;
   /** Rows [start, start+count) of the outermost dimension, sharing storage. */
@@ -57,7 +63,7 @@ export interface Backend {
   rmsNorm(out: Tensor, x: Tensor, w: Tensor, eps: number): void;
   /** residual += x (in place), then out = rmsNorm(residual). */
   addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void;
-  /** out [M, N] = x [M, K] · w [N, K]^T. */
+  /** out [M, N] = x [M, K] · w [N, K]^T; w may be an Fp8Weight (its dequantized values). */
   matmul(out: Tensor, x: Tensor, w: Tensor): void;
   /** out = a + b, same shapes. out may alias a. */
   add(out: Tensor, a: Tensor, b: Tensor): void;
@@ -152,8 +158,25 @@ export interface RouterOptions {
   readonly sharedExpertId: number | null;
 }
 
+/** The FP8 weight operations of a backend that keeps FP8 weights (Backend.fp8). */
+export interface Fp8WeightOps {
+  /** A zero FP8 weight of `shape` ([N, K] or [E, N, K]) and scaling. */
+  alloc(shape: Shape, scaling: Fp8Scaling): Fp8Weight;
+  /**
+   * Host codes (row-major, `dst`'s element count) and per-row scales (fp8ScaleShape of dst's
+   * shape: f32 for block, E8M0 bytes for mx) into `dst` (or a `rows` view of one).
+   */
+  write(dst: Fp8Weight, codes: Uint8Array, scales: Float32Array | Uint8Array): void;
+  /**
+   * Block FP8 (128 × 128 blocks per matrix, scale amax/448, E4M3 round to nearest even with
+   * saturation: fp8-quantize.ts quantizeRows) of a bf16 weight [N, K] or [E, N, K], quantized
+   * on the device. `src` is left as it is.
+   */
+  quantize(src: Tensor): Fp8Weight;
+}
+
 export interface ExpertWeights {
-  /** [E_local, 2I, D]: gate rows then up rows. */
+  /** [E_local, 2I, D]: gate rows then up rows (bf16, f32, or both FP8 weights). */
   readonly gateUp: Tensor;
   /** [E_local, D, I]. */
   readonly down: Tensor;

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { runForward } from '../model/run-forward.js';
 import { requireString, UsageError, type Command } from './command.js';
-import { LOAD_OPTIONS, loadFormatOption } from './load-options.js';
+import { LOAD_OPTIONS, loadFormatOption, quantizationOption } from './load-options.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
 export function parseIds(text: string): number[] {
@@ -39,6 +39,7 @@ export const forwardCommand: Command = {
       backend: String(values['backend']),
       fuseSharedExperts: values['fuse-shared-experts'] === true,
       loadFormat: loadFormatOption(values),
+      quantization: quantizationOption(values),
     });
     if (!opened) return; // another host's ranks of a multi-host job
     const ids = parseIds(requireString(values, 'ids'));

@@ -3,7 +3,7 @@ import { generateTokens } from '../model/generate.js';
 import { OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
 import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
 import { parseIds } from './forward-command.js';
-import { LOAD_OPTIONS, loadFormatOption } from './load-options.js';
+import { LOAD_OPTIONS, loadFormatOption, quantizationOption } from './load-options.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
 /** The engine's sampler (seeded, vLLM order); temperature 0 is greedy. */
@@ -52,6 +52,7 @@ export const generateCommand: Command = {
       backend: String(values['backend']),
       fuseSharedExperts: false,
       loadFormat: loadFormatOption(values),
+      quantization: quantizationOption(values),
     });
     if (!opened) return; // another host's ranks of a multi-host job
     await withModel(opened, async (model) => {

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { ForwardModel } from '../model/forward-model.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
+import type { Quantization } from '../model/minimax-m3/quantize-weights.js';
 import { stderrLoadProgress } from './load-options.js';
 import { createBackend, cudaDeviceCount } from '../backend/create-backend.js';
 import {
@@ -106,6 +107,7 @@ export interface ModelCommandOptions {
   readonly backend: string;
   readonly fuseSharedExperts: boolean;
   readonly loadFormat?: LoadFormat;
+  readonly quantization?: Quantization | null;
 }
 
 /** A model for one rank or, with --tp > 1, rank 0 of a launched group; `close` ends it. */
@@ -148,6 +150,7 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
     allReduceFusion,
     fuseSharedExperts: m.fuseSharedExperts,
     ...(m.loadFormat && { loadFormat: m.loadFormat }),
+    quantization: m.quantization ?? null,
     cpuThreads: cpuThreadsFrom(values, tp),
     ...(typeof traceDir === 'string' && traceDir !== ''
       ? { allReduceTrace: { dir: resolve(traceDir), variant } }
@@ -245,6 +248,7 @@ export async function openModel(
       allReduceFusion: spec.allReduceFusion,
       allReduceTrace: spec.allReduceTrace,
       ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
+      quantization: spec.quantization ?? null,
       progress: stderrLoadProgress(),
     });
     return { model, close: async () => {}, abort: async () => {} };

@@ -11,6 +11,7 @@ import { M3ModelRunner } from '../engine/m3-model-runner.js';
 import { GrammarService } from '../engine/grammar/grammar-service.js';
 import type { ModelRunner } from '../engine/model-runner.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
+import type { Quantization } from '../model/minimax-m3/quantize-weights.js';
 import type { LoadProgress } from '../model/weights/load-progress.js';
 import { stepRunnerFor } from '../engine/step-runner-for.js';
 import { writeRandomCheckpoint } from '../model/weights/random-checkpoint.js';
@@ -30,7 +31,12 @@ import { readEnv } from '../config/env.js';
 import { loadTokenizer } from '../tokenizer/load-tokenizer.js';
 import { readTokenizerConfig } from '../tokenizer/tokenizer-config.js';
 import { intOption, UsageError, type Command } from './command.js';
-import { LOAD_OPTIONS, loadFormatOption, stderrLoadProgress } from './load-options.js';
+import {
+  LOAD_OPTIONS,
+  loadFormatOption,
+  quantizationOption,
+  stderrLoadProgress,
+} from './load-options.js';
 import { cpuThreadsFrom, openDistributedRunner, PARALLEL_OPTIONS } from './parallel-options.js';
 import { requestShare, SERVE_LIMITS_OPTIONS, serveLimits } from './serve-limits-options.js';
 
@@ -55,6 +61,8 @@ export interface EngineFactoryOptions {
   readonly maxRequestShare?: number;
   /** Default `auto`; `dummy` builds random weights from config.json alone. */
   readonly loadFormat?: LoadFormat;
+  /** `--quantization` (null: weights as stored). */
+  readonly quantization?: Quantization | null;
   /** Load progress and summary (the serve command shows them on stderr). */
   readonly progress?: LoadProgress;
   /** No tokenizer.json is expected: bytes are token ids, without the missing-file warning. */
@@ -112,6 +120,7 @@ export async function createEngineFromModelDir(
       await loadModel(dir, {
         backend: await createBackend(o.backend, { cpuThreads: o.cpuThreads }),
         ...(o.loadFormat && { loadFormat: o.loadFormat }),
+        quantization: o.quantization ?? null,
         ...(o.progress && { progress: o.progress }),
       }),
       {
@@ -325,11 +334,12 @@ export const serveCommand: Command = {
     const numPages = optionalInt(values, 'num-pages');
     const maxModelLen = optionalInt(values, 'max-model-len');
     const loadFormat = loadFormatOption(values);
+    const quantization = quantizationOption(values);
     // --tp > 1: this process is rank 0 and drives the worker ranks; on another host
     // (--node-rank > 0) it only supervises that host's ranks until the group ends.
     const dist = await openDistributedRunner(
       values,
-      { modelDir: dir, backend, fuseSharedExperts: false, loadFormat },
+      { modelDir: dir, backend, fuseSharedExperts: false, loadFormat, quantization },
       {
         ...(numPages !== undefined && { numPages }),
         ...(maxModelLen !== undefined && { maxModelLen }),
@@ -345,6 +355,7 @@ export const serveCommand: Command = {
       maxNumBatchedTokens: optionalInt(values, 'max-num-batched-tokens'),
       maxRequestShare: requestShare(values),
       loadFormat,
+      quantization,
       progress: stderrLoadProgress(),
       skipTokenizerInit: values['skip-tokenizer-init'] === true,
       enforceEager: values['enforce-eager'] === true,

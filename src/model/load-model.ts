@@ -1,11 +1,12 @@
 import type { Backend } from '../backend/backend.js';
-import { loadModelConfig } from '../config/model-config.js';
+import { loadModelConfig, type ModelConfig } from '../config/model-config.js';
 import { planAllReducePlacement, type AllReduceFusion } from '../parallel/allreduce-placement.js';
 import { SingleRankCommunicator, type Communicator } from '../parallel/communicator.js';
 import { validateLayout, type ParallelLayout } from '../parallel/parallel-layout.js';
 import { AllReduceTrace, type AllReduceTraceOptions } from './minimax-m3/allreduce-trace.js';
 import { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
-import { loadModelWeights } from './minimax-m3/weights.js';
+import { quantizeModelWeights, type Quantization } from './minimax-m3/quantize-weights.js';
+import { loadModelWeights, type ModelWeights } from './minimax-m3/weights.js';
 import { openCheckpoint } from './weights/checkpoint.js';
 import { CheckpointWeightSource } from './weights/checkpoint-source.js';
 import { DummyWeightSource } from './weights/dummy-source.js';
@@ -32,6 +33,8 @@ export interface LoadModelOptions {
   readonly dummySeed?: number;
   /** Progress bar and summary line (the CLI passes one on stderr). */
   readonly progress?: LoadProgress;
+  /** vLLM's `--quantization`: `fp8` quantizes a bf16 checkpoint's linears at load (default none). */
+  readonly quantization?: Quantization | null;
 }
 
 export interface LoadedModel {
@@ -51,11 +54,12 @@ export async function loadModelWithStats(dir: string, o: LoadModelOptions): Prom
     const comm = o.comm ?? new SingleRankCommunicator();
     const parallel = o.parallel ?? { tpRank: comm.rank, tpSize: comm.worldSize };
     validateLayout(config, parallel);
-    const weights = loadModelWeights(src, o.backend, {
+    const loaded = loadModelWeights(src, o.backend, {
       parallel,
       fuseSharedExperts: o.fuseSharedExperts ?? false,
     });
     const stats = await src.load(o.progress);
+    const weights = quantizeIfAsked(loaded, o, config.quantization.method);
     const model = new MiniMaxM3Model(config, weights, o.backend, comm, {
       layout: parallel,
       placement: planAllReducePlacement(config, parallel, o.allReduceFusion ?? 'dense'),
@@ -65,6 +69,24 @@ export async function loadModelWithStats(dir: string, o: LoadModelOptions): Prom
   } finally {
     ckpt?.close();
   }
+}
+
+/**
+ * `--quantization fp8` on a bf16 checkpoint quantizes it; a block-FP8 checkpoint already is
+ * (served as stored); any other quantized checkpoint is a mismatch, as in vLLM.
+ */
+function quantizeIfAsked(
+  w: ModelWeights,
+  o: LoadModelOptions,
+  stored: ModelConfig['quantization']['method'],
+): ModelWeights {
+  if (!o.quantization) return w;
+  if (stored === 'fp8') return w;
+  if (stored !== 'none')
+    throw new Error(
+      `--quantization ${o.quantization}: the checkpoint is already quantized (${stored}); leave the flag out to serve it as stored`,
+    );
+  return quantizeModelWeights(w, o.backend);
 }
 
 /** `loadModelWithStats` without the statistics. */

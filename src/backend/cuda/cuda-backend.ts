@@ -8,6 +8,7 @@
 import type {
   AttentionOptions,
   Backend,
+  Fp8WeightOps,
   BatchMeta,
   ExpertWeights,
   MoeOptions,
@@ -34,6 +35,9 @@ import { Workspace } from './workspace.js';
 import { readEnv } from '../../config/env.js';
 import type { WeightUploader, WeightUploaderOptions } from '../weight-uploader.js';
 import { CudaWeightUploader } from './cuda-weight-uploader.js';
+import { CudaFp8Weight } from './cuda-fp8-weight.js';
+import { CudaFp8WeightOps } from './cuda-fp8-weights.js';
+import { fp8Dequantize, fp8SkinnyGemm } from './fp8-ops.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
@@ -65,6 +69,8 @@ export class CudaBackend implements Backend {
   private readonly exact = new Set<PoolBlock>();
   private readonly float32: boolean;
   private readonly prefillAttention: PrefillAttention;
+  /** FP8 weights stay FP8 (W8A16 kernels); not in float32 mode, whose checks are exact. */
+  readonly fp8?: Fp8WeightOps;
 
   constructor(
     readonly dev: CudaDevice,
@@ -76,6 +82,7 @@ export class CudaBackend implements Backend {
     this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);
     this.float32 = o.float32 ?? false;
     this.prefillAttention = o.prefillAttention ?? 'tensor-cores';
+    if (!this.float32) this.fp8 = new CudaFp8WeightOps(this.ctx, (s, d) => this.allocRaw(s, d));
   }
 
   /** The dtype actually stored for a requested one. */
@@ -170,6 +177,7 @@ export class CudaBackend implements Backend {
   }
 
   readF32(t: Tensor): Float32Array {
+    if (t instanceof CudaFp8Weight) return this.readFp8(t);
     const c = cuda(t, 'readF32', ['f32', 'bf16']);
     const n = c.numel;
     this.refuseReadWhileCapturing('readF32', c);
@@ -183,6 +191,23 @@ export class CudaBackend implements Backend {
     const out = new Float32Array(n);
     const u = new Uint32Array(out.buffer);
     for (let i = 0; i < n; i++) u[i] = bits[i]! << 16;
+    return out;
+  }
+
+  /** An FP8 weight's dequantized values, code · scale, exactly (what the CPU loads). */
+  private readFp8(t: CudaFp8Weight): Float32Array {
+    this.refuseReadWhileCapturing('readF32', t);
+    const K = t.shape[t.shape.length - 1]!;
+    const rows = t.numel / K;
+    const flat = this.view(t, [rows, K]);
+    const chunk = Math.max(1, Math.min(rows, Math.floor(UPLOAD_CHUNK_ELEMS / K)));
+    const staging = this.ctx.ws.get('fp8.read', chunk * K * 4);
+    const out = new Float32Array(t.numel);
+    for (let r = 0; r < rows; r += chunk) {
+      const n = Math.min(chunk, rows - r);
+      fp8Dequantize(this.ctx, staging, 'f', this.rows(flat, r, n) as CudaFp8Weight);
+      this.dev.download(out.subarray(r * K, (r + n) * K), staging);
+    }
     return out;
   }
 
@@ -206,6 +231,7 @@ export class CudaBackend implements Backend {
   }
 
   free(t: Tensor): void {
+    if (t instanceof CudaFp8Weight) this.free(t.scales);
     const c = cuda(t, 'free');
     const block = c.block;
     if (!block || !block.inUse) return;
@@ -225,6 +251,13 @@ export class CudaBackend implements Backend {
     const c = cuda(t, 'view');
     if (numel(shape) !== c.numel)
       throw new Error(`view: ${shapeStr(t.shape)} cannot be viewed as ${shapeStr(shape)}`);
+    if (c instanceof CudaFp8Weight) {
+      const K = c.shape[c.shape.length - 1]!;
+      if (shape[shape.length - 1] !== K || shape.length < 2)
+        throw new Error(`view: an FP8 weight ${shapeStr(t.shape)} keeps its rows of ${K}`);
+      const scales = this.view(c.scales, [...shape.slice(0, -1), c.scales.shape.at(-1)!]);
+      return new CudaFp8Weight(shape, c.ptr, null, cuda(scales, 'view'), c.scaling);
+    }
     return new CudaTensor(shape, c.dtype, c.ptr, null);
   }
 
@@ -233,12 +266,12 @@ export class CudaBackend implements Backend {
     const rowElems = numel(t.shape.slice(1));
     if (start < 0 || start + count > (t.shape[0] ?? 0))
       throw new Error(`rows: [${start}, ${start + count}) outside ${shapeStr(t.shape)}`);
-    return new CudaTensor(
-      [count, ...t.shape.slice(1)],
-      c.dtype,
-      c.ptr + start * rowElems * DTYPE_BYTES[c.dtype],
-      null,
-    );
+    const ptr = c.ptr + start * rowElems * DTYPE_BYTES[c.dtype];
+    if (c instanceof CudaFp8Weight) {
+      const scales = cuda(this.rows(c.scales, start, count), 'rows');
+      return new CudaFp8Weight([count, ...t.shape.slice(1)], ptr, null, scales, c.scaling);
+    }
+    return new CudaTensor([count, ...t.shape.slice(1)], c.dtype, ptr, null);
   }
 
   /** Free and total device memory in bytes (for sizing the KV cache). */
@@ -297,6 +330,10 @@ export class CudaBackend implements Backend {
   }
 
   matmul(out: Tensor, x: Tensor, w: Tensor): void {
+    if (w instanceof CudaFp8Weight) {
+      this.matmulFp8(out, x, w);
+      return;
+    }
     const [N, K] = w.shape as [number, number];
     const M = numel(x.shape) / K;
     if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
@@ -331,6 +368,23 @@ export class CudaBackend implements Backend {
     )
       return;
     this.gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
+  }
+
+  /**
+   * x · w^T with an FP8 weight: M ≤ 64 (decode) on the W8A16 kernel, which reads the codes
+   * once; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
+   */
+  private matmulFp8(out: Tensor, x: Tensor, w: CudaFp8Weight): void {
+    const [N, K] = w.shape as [number, number];
+    const M = numel(x.shape) / K;
+    if (w.shape.length !== 2 || !Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
+      throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
+    const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
+    const xi = cuda(x, 'matmul.x', ['bf16']);
+    if (fp8SkinnyGemm(this.ctx, o.ptr, o.dtype === 'f32', xi.ptr, w, M)) return;
+    const wb = this.ctx.ws.get('matmul.fp8.w', N * K * 2);
+    fp8Dequantize(this.ctx, wb, 'b', w);
+    this.gemm.gemm(o.ptr, o.dtype as GemmType, xi.ptr, wb, 'bf16', M, N, K);
   }
 
   /** Small-M bf16 GEMMs on the tensor-core streaming kernel instead of cuBLAS (default on). */

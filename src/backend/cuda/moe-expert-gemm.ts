@@ -55,10 +55,13 @@ export interface MoePermutation {
 }
 
 export interface ExpertOperands {
-  /** [E, 2I, D] bf16: gate rows 0..I, up rows I..2I per expert. */
-  readonly gateUp: number;
-  /** [E, D, I] bf16. */
-  readonly down: number;
+  /**
+   * Expert e's [2I, D] bf16 gate|up (gate rows 0..I, up rows I..2I) and [D, I] bf16 down
+   * weights; called once per expert with rows, gate|up for all of them before any down. An
+   * FP8 expert is dequantized into a reused buffer here (stream order keeps it safe).
+   */
+  readonly gateUpOf: (e: number) => number;
+  readonly downOf: (e: number) => number;
   /** [T, D] bf16 input rows. */
   readonly x: number;
   /** [T, Kw] f32 routing weights. */
@@ -97,16 +100,7 @@ export function perExpertCublasGemms(
     const rows = off[e + 1]! - off[e]!;
     if (rows === 0) continue;
     const r0 = off[e]!;
-    gemm.gemm(
-      h + r0 * 2 * I * 4,
-      'f32',
-      xs + r0 * D * 2,
-      w.gateUp + e * 2 * I * D * 2,
-      'bf16',
-      rows,
-      2 * I,
-      D,
-    );
+    gemm.gemm(h + r0 * 2 * I * 4, 'f32', xs + r0 * D * 2, w.gateUpOf(e), 'bf16', rows, 2 * I, D);
   }
   launchKernel(
     ctx,
@@ -119,16 +113,7 @@ export function perExpertCublasGemms(
     const rows = off[e + 1]! - off[e]!;
     if (rows === 0) continue;
     const r0 = off[e]!;
-    gemm.gemm(
-      h + r0 * D * 4,
-      'f32',
-      p.act + r0 * I * 2,
-      w.down + e * D * I * 2,
-      'bf16',
-      rows,
-      D,
-      I,
-    );
+    gemm.gemm(h + r0 * D * 4, 'f32', p.act + r0 * I * 2, w.downOf(e), 'bf16', rows, D, I);
   }
   launchKernel(
     ctx,

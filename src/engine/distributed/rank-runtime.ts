@@ -58,6 +58,7 @@ export async function createRankRuntime(
     fuseSharedExperts: spec.fuseSharedExperts,
     allReduceTrace: spec.allReduceTrace,
     ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
+    quantization: spec.quantization ?? null,
     // Every rank loads its own slice; rank 0 shows the progress for the group.
     ...(group.rank === 0 && { progress: new StreamLoadProgress(process.stderr) }),
   });

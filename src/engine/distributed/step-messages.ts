@@ -1,4 +1,5 @@
 import type { LoadFormat } from '../../model/load-model.js';
+import type { Quantization } from '../../model/minimax-m3/quantize-weights.js';
 import type { ForwardBatch, SeqInBatch } from '../../backend/forward-batch.js';
 import type { AllReduceFusion } from '../../parallel/allreduce-placement.js';
 import type { ReductionVariant } from '../../parallel/reduction-semantics.js';
@@ -22,6 +23,8 @@ export interface RankSpec {
   readonly fuseSharedExperts: boolean;
   /** `--load-format` (default auto). */
   readonly loadFormat?: LoadFormat;
+  /** `--quantization` (null or absent: weights as stored). */
+  readonly quantization?: Quantization | null;
   /** Threads of each rank's CPU backend (`--cpu-threads`). */
   readonly cpuThreads?: number;
   /** Fused-versus-native trace of every deferred reduction (`--allreduce-trace DIR`). */

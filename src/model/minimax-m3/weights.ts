@@ -75,6 +75,11 @@ interface Loader {
   readonly backend: Backend;
   /** Allocates this rank's part of `spec` (its shard rule) and schedules it from `name`. */
   up(spec: WeightSpec, name?: string): Tensor;
+  /**
+   * A weight of `shape` for the stored tensor `name` (of `spec`): FP8 codes and scales when it
+   * is stored FP8 and the backend keeps FP8 weights, else `spec.upload`.
+   */
+  alloc(shape: readonly number[], spec: WeightSpec, name?: string): Tensor;
 }
 
 function slicedShape(shape: readonly number[], s: ShardSlice): number[] {
@@ -100,9 +105,13 @@ export function loadModelWeights(
     backend,
     up(spec, name = spec.name) {
       const s = shardSlice(spec, cfg, o.parallel);
-      const t = backend.alloc(slicedShape(spec.shape, s), spec.upload);
+      const t = this.alloc(slicedShape(spec.shape, s), spec, name);
       src.fill(t, name, { expectShape: spec.shape, ...s });
       return t;
+    },
+    alloc(shape, spec, name = spec.name) {
+      const scaling = spec.quantizable && backend.fp8 && src.has(name) && src.fp8Scaling(name);
+      return scaling ? backend.fp8!.alloc(shape, scaling) : backend.alloc(shape, spec.upload);
     },
   };
   // A tied head reads the embedding, cut like the head.
@@ -168,8 +177,8 @@ function fillMlp(ld: Loader, gateUp: Tensor, down: Tensor, m: MlpSpecs, par: Par
 function loadMlp(ld: Loader, m: MlpSpecs, par: ParallelLayout): MlpWeights {
   const In = localWidth(m, ld.src.config, par);
   const D = m.gate.shape[1]!;
-  const gateUp = ld.backend.alloc([2 * In, D], 'bf16');
-  const down = ld.backend.alloc([D, In], 'bf16');
+  const gateUp = ld.alloc([2 * In, D], m.gate);
+  const down = ld.alloc([D, In], m.down);
   fillMlp(ld, gateUp, down, m, par);
   return { gateUp, down };
 }
@@ -191,8 +200,9 @@ function loadMoe(ld: Loader, t: MoeSpecs, o: LoadOptions): MoeWeights {
   const In = localWidth(t.experts[0]!, cfg, o.parallel);
   // One slab per layer, each expert's slice read straight into its rows: all 128 experts of
   // a real layer are ~4.8e9 values, more than one host array could hold.
-  const gateUp = backend.alloc([numSlabs, 2 * In, D], 'bf16');
-  const down = backend.alloc([numSlabs, D, In], 'bf16');
+  const first = t.experts[e0] ?? t.shared!;
+  const gateUp = ld.alloc([numSlabs, 2 * In, D], first.gate);
+  const down = ld.alloc([numSlabs, D, In], first.down);
   for (let j = 0; j < numSlabs; j++) {
     const e = e0 + j;
     const m = e < E ? t.experts[e]! : t.shared!;

@@ -4,6 +4,7 @@ import { HostWeightUploader } from '../../backend/host-weight-uploader.js';
 import type { RawWeightDType, WeightUploader } from '../../backend/weight-uploader.js';
 import type { ModelConfig } from '../../config/model-config.js';
 import { numel, shapeStr } from '../../tensor/shape.js';
+import { isFp8Weight, type Fp8Scaling, type Fp8Weight } from '../../tensor/fp8-weight.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { Checkpoint, ReadOptions } from './checkpoint.js';
 import { FileReaders } from './file-readers.js';
@@ -29,7 +30,8 @@ interface Item {
 /** One unit of work: a chunk of a raw tensor, or a whole tensor decoded on the host (FP8, F16). */
 type Task =
   | { kind: 'raw'; id: number; t: StoredTensor; c: ReadChunk; src: RawWeightDType; dst: Tensor }
-  | { kind: 'host'; id: number; item: Item; bytes: number };
+  | { kind: 'host'; id: number; item: Item; bytes: number }
+  | { kind: 'fp8'; id: number; item: Item; dst: Fp8Weight; bytes: number };
 
 /**
  * Weights from a checkpoint on disk, streamed: several chunk reads in flight (libuv thread
@@ -52,6 +54,10 @@ export class CheckpointWeightSource implements WeightSource {
 
   has(name: string): boolean {
     return this.ckpt.has(name);
+  }
+
+  fp8Scaling(name: string): Fp8Scaling | null {
+    return this.ckpt.has(name) ? this.ckpt.fp8Scaling(name) : null;
   }
 
   fill(dst: Tensor, name: string, o: ReadOptions): void {
@@ -99,6 +105,10 @@ export class CheckpointWeightSource implements WeightSource {
   }
 
   private async run(task: Task, slot: number, up: WeightUploader, readers: FileReaders) {
+    if (task.kind === 'fp8') {
+      this.writeFp8(task.item, task.dst);
+      return;
+    }
     if (task.kind === 'host') {
       const h = this.ckpt.read(task.item.name, task.item.o);
       up.write(task.item.dst, h.data, task.id);
@@ -108,6 +118,26 @@ export class CheckpointWeightSource implements WeightSource {
     const data = await readers.readChunk(task.t, task.c, up.slots[slot]!);
     const offset = task.c.outOffset / ST_DTYPE_BYTES[task.src === 'bf16' ? 'BF16' : 'F32'];
     up.upload(slot, data.byteLength, task.src, task.dst, offset, task.id);
+  }
+
+  /** Codes and scales as stored into an FP8 weight; NaN codes or non-finite scales fail the load. */
+  private writeFp8(item: Item, dst: Fp8Weight): void {
+    const ops = this.backend.fp8;
+    if (!ops) throw new Error('load: an FP8 weight on a backend without FP8 weights');
+    const q = this.ckpt.readFp8(item.name, item.o);
+    const info = this.ckpt.info(item.name);
+    if (q.scaling.kind !== dst.scaling.kind || q.scaling.group !== dst.scaling.group)
+      throw new SafetensorsError(
+        `${info.file}: tensor "${info.rawName}" is ${q.scaling.kind} FP8 with groups of ${q.scaling.group}, but is loaded into ${dst.scaling.kind} FP8 with groups of ${dst.scaling.group} (all parts of a fused weight must be stored alike)`,
+      );
+    let bad = 0;
+    for (const c of q.codes) if ((c & 0x7f) === 0x7f) bad++;
+    for (const s of q.scales) if (q.scaling.kind === 'mx' ? s === 255 : !Number.isFinite(s)) bad++;
+    if (bad > 0)
+      throw new SafetensorsError(
+        `${info.file}: tensor "${info.rawName}" holds ${bad} non-finite values (NaN codes or scales)`,
+      );
+    ops.write(dst, q.codes, q.scales);
   }
 
   /** Checks every item (shape, element count) and splits raw ones into slot-sized chunks. */
@@ -140,6 +170,14 @@ export class CheckpointWeightSource implements WeightSource {
           `load: ${label} slice ${shapeStr(p.shape)} does not fill a ${shapeStr(item.dst.shape)} tensor`,
         );
       bytes += p.bytes;
+      if (isFp8Weight(item.dst)) {
+        if (info.dtype !== 'F8_E4M3')
+          throw new SafetensorsError(
+            `${info.file}: tensor ${label} is ${info.dtype}, but the other parts of its fused FP8 weight are F8_E4M3`,
+          );
+        tasks.push({ kind: 'fp8', id, item, dst: item.dst, bytes: p.bytes });
+        return;
+      }
       const src = RAW[info.dtype];
       if (!src) tasks.push({ kind: 'host', id, item, bytes: p.bytes });
       else for (const c of p.chunks) tasks.push({ kind: 'raw', id, t, c, src, dst: item.dst });

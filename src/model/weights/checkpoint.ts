@@ -7,7 +7,9 @@ import { applyBlockScales, blockRange, e8m0ToF32 } from './fp8-dequant.js';
 import { decodeToF32, ST_DTYPE_BYTES, type StDType } from './safetensors-dtype.js';
 import { SafetensorsError, SafetensorsFile, type TensorEntry } from './safetensors-file.js';
 import { buildSlots, describe, type Located, type Slot } from './checkpoint-slots.js';
+import { readFp8Rows, type Fp8Rows } from './fp8-read.js';
 import { WeightNames } from './weight-layouts.js';
+import type { Fp8Scaling } from '../../tensor/fp8-weight.js';
 import { SCALE_SUFFIX, type WeightSpec } from './weight-table.js';
 
 export interface ReadOptions {
@@ -57,6 +59,10 @@ export interface Checkpoint {
    * (full shape) is checked when given.
    */
   read(name: string, o?: ReadOptions): HostTensor;
+  /** How an F8_E4M3 tensor is scaled (by its scale's dtype and the config's block), else null. */
+  fp8Scaling(name: string): Fp8Scaling | null;
+  /** A slice of an F8_E4M3 tensor as stored: codes and per-row scales (fp8-read.ts). */
+  readFp8(name: string, o?: ReadOptions): Fp8Rows;
   close(): void;
 }
 
@@ -179,6 +185,38 @@ class SafetensorsCheckpoint implements Checkpoint {
     const slice = { rows: o.rows, cols: o.cols };
     if (e.dtype !== 'F8_E4M3') return file.read(raw, slice);
     return this.dequantize(slot, e, label, o);
+  }
+
+  fp8Scaling(name: string): Fp8Scaling | null {
+    const slot = this.slot(name);
+    if (slot.weight.file.entry(slot.weight.raw).dtype !== 'F8_E4M3' || !slot.scale) return null;
+    const sd = slot.scale.file.entry(slot.scale.raw).dtype;
+    const group = this.blockSize(sd)[1];
+    return sd === 'U8' ? { kind: 'mx', group } : { kind: 'block', group };
+  }
+
+  readFp8(name: string, o: ReadOptions = {}): Fp8Rows {
+    const slot = this.slot(name);
+    const { file, raw } = slot.weight;
+    const e = file.entry(raw);
+    const label = raw === name ? `"${raw}"` : `"${raw}" (${name})`;
+    if (e.dtype !== 'F8_E4M3')
+      throw new SafetensorsError(`${file.path}: tensor ${label} is ${e.dtype}, not F8_E4M3`);
+    if (o.expectShape) this.checkShape(name, o.expectShape);
+    const shape = (slot.at ? this.weightNames.specs.get(name)!.shape : e.shape) as [number, number];
+    if (shape.length !== 2)
+      throw new SafetensorsError(
+        `${file.path}: quantized tensor ${label} must be 2-D, got ${shapeStr(shape)}`,
+      );
+    const sd = slot.scale ? slot.scale.file.entry(slot.scale.raw).dtype : 'F32';
+    return readFp8Rows({
+      slot,
+      shape,
+      block: this.blockSize(sd),
+      label,
+      ...(o.rows && { rows: o.rows }),
+      ...(o.cols && { cols: o.cols }),
+    });
   }
 
   checkShape(name: string, want: readonly number[]): void {

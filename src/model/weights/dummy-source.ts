@@ -33,6 +33,11 @@ export class DummyWeightSource implements WeightSource {
     this.specs = new Map(modelTensors(config).map((s) => [s.name, s]));
   }
 
+  /** Dummy weights are bf16 (FP8 ones come from `--quantization fp8`). */
+  fp8Scaling(): null {
+    return null;
+  }
+
   has(name: string): boolean {
     return this.specs.has(name);
   }

@@ -1,3 +1,5 @@
+import { F8E4M3_TABLE } from '../../tensor/dtype.js';
+
 const F32 = new Float32Array(1);
 const U32 = new Uint32Array(F32.buffer);
 const E4M3_MAX = 448;
@@ -82,4 +84,30 @@ function blockScale(
     amax > 0 ? Math.min(254, Math.max(0, Math.ceil(Math.log2(amax / E4M3_MAX)) + 127)) : 127;
   scales[idx] = s;
   return 2 ** (s - 127);
+}
+
+/**
+ * What a block-FP8 weight means, in float32: each [rows, cols] matrix of `w` (consecutive
+ * matrices for a stacked [E, rows, cols] tensor) quantized with `block` blocks
+ * (quantizeRows) and dequantized, code · scale. The CPU backend's `--quantization fp8`
+ * (it computes on these values); the GPU keeps the codes and scales and computes the same.
+ */
+export function quantizeDequantize(
+  w: Float32Array,
+  rows: number,
+  cols: number,
+  block: readonly [number, number] = [128, 128],
+): Float32Array {
+  const out = new Float32Array(w.length);
+  const [bo, bi] = block;
+  const gc = Math.ceil(cols / bi);
+  for (let m = 0; m < w.length; m += rows * cols) {
+    const q = quantizeRows(w.subarray(m, m + rows * cols), rows, cols, 'fp8', block);
+    for (let r = 0; r < rows; r++)
+      for (let c = 0; c < cols; c++) {
+        const s = q.scales[Math.floor(r / bo) * gc + Math.floor(c / bi)]!;
+        out[m + r * cols + c] = F8E4M3_TABLE[q.codes[r * cols + c]!]! * s;
+      }
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 import type { ModelConfig } from '../../config/model-config.js';
+import type { Fp8Scaling } from '../../tensor/fp8-weight.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { ReadOptions } from './checkpoint.js';
 import type { LoadProgress } from './load-progress.js';
@@ -21,6 +22,11 @@ export interface LoadStats {
 export interface WeightSource {
   readonly config: ModelConfig;
   has(name: string): boolean;
+  /**
+   * How `name` is stored when it is FP8 (null otherwise): a backend that keeps FP8 weights
+   * allocates an Fp8Weight for it, which `fill` then receives codes and scales as stored.
+   */
+  fp8Scaling(name: string): Fp8Scaling | null;
   /** Schedules `dst` (same element count as the slice) to receive the slice `o` of `name`. */
   fill(dst: Tensor, name: string, o: ReadOptions): void;
   /** Fills everything scheduled; rejects with one line naming the file and tensor on bad data. */

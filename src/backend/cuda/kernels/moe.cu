@@ -13,6 +13,7 @@
 // maxRows), block 256, one warp per output element.
 // Tested by test/gpu/gpu-check.ts (op comparisons against the CPU backend, real-size model).
 #include "common.cuh"
+#include "mma.cuh"
 
 extern "C" __global__ void moe_count(int* counts, const int* ids, int n, int first, int E) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -54,39 +55,10 @@ extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, con
   }
 }
 
-__device__ __forceinline__ float swiglu_oai(float g, float u, float alpha, float limit) {
-  g = fminf(g, limit);
-  u = fminf(fmaxf(u, -limit), limit);
-  return g / (1.f + expf(-alpha * g)) * (u + 1.f);
-}
-
 // ---------------------------------------------------------------- tensor-core path (bf16)
 #define BK 64
 #define PITCH (BK + 8)
 #define STAGES 4
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  const int sz = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(sz));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ void ldsm_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
-                                        const void* p) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
-}
-__device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // One block: 64 weight rows (x2 matrices when GU: gate rows i and up rows I+i) x BT token rows.
 // W [E, rowsPerExpert, K] bf16; B rows come from x[perm[r]/Kw] (GU), act[r] (DOWN) or x[r]
