@@ -281,29 +281,8 @@ export function moe(
   let gu = cuda(ew.gateUp, 'moe.gateUp', ['bf16', 'f32', 'f8e4m3'], [E, 2 * I, D]);
   let dn = cuda(ew.down, 'moe.down', [gu.dtype], [E, D, I]);
   if (gu instanceof CudaFp8Weight && dn instanceof CudaFp8Weight) {
-    const fp8 = xi.dtype === 'bf16' && fp8MmaFits(gu, D) && fp8MmaFits(dn, I);
-    if (fp8 && moeGemmPath(T, true, ctx.dev.isCapturing) === 'per-expert-cublas' && !path) {
-      // Prefill: expert by expert, dequantized to bf16 just before its cuBLAS GEMMs.
-      const p = planMoe(ctx, T, D, I, E, Kw, true, 'per-expert-cublas');
-      permute(ctx, p, ii.ptr, ew.firstExpert);
-      const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
-      const operands = {
-        gateUpOf: expertDequantizer(ctx, gu, 'moe.fp8.expert.gu'),
-        downOf: expertDequantizer(ctx, dn, 'moe.fp8.expert.down'),
-        x: xi.ptr,
-        rw: wi.ptr,
-        out: xo.ptr,
-      };
-      perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
-      return;
-    }
-    if (fp8) {
-      const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles');
-      permute(ctx, p, ii.ptr, ew.firstExpert);
-      fp8MoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o);
-      combine(ctx, xo, p);
-      return;
-    }
+    const t = { xo, xi, ii, wi, gu, dn };
+    if (moeFp8(ctx, gemm, { T, D, I, E, Kw, first: ew.firstExpert }, t, o, path)) return;
     // Shapes the FP8 MMA kernels do not take (small test models): the same values in bf16.
     gu = dequantized(ctx, gu, 'moe.fp8.gateUp');
     dn = dequantized(ctx, dn as CudaFp8Weight, 'moe.fp8.down');
@@ -345,6 +324,50 @@ export function moe(
       o,
     );
   combine(ctx, xo, p);
+}
+
+/** FP8 experts on the FP8 kernels (tiles) or, for prefill, dequantized per expert for cuBLAS. */
+function moeFp8(
+  ctx: OpContext,
+  gemm: CublasGemm,
+  dims: { T: number; D: number; I: number; E: number; Kw: number; first: number },
+  t: {
+    xo: CudaTensor;
+    xi: CudaTensor;
+    ii: CudaTensor;
+    wi: CudaTensor;
+    gu: CudaFp8Weight;
+    dn: CudaFp8Weight;
+  },
+  o: MoeOptions,
+  path: MoeGemmPath | undefined,
+): boolean {
+  const { T, D, I, E, Kw } = dims;
+  const { xo, xi, ii, wi, gu, dn } = t;
+  const fp8 = xi.dtype === 'bf16' && fp8MmaFits(gu, D) && fp8MmaFits(dn, I);
+  if (fp8 && (path ?? moeGemmPath(T, true, ctx.dev.isCapturing)) === 'per-expert-cublas') {
+    // Prefill: expert by expert, dequantized to bf16 just before its cuBLAS GEMMs.
+    const p = planMoe(ctx, T, D, I, E, Kw, true, 'per-expert-cublas');
+    permute(ctx, p, ii.ptr, dims.first);
+    const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
+    const operands = {
+      gateUpOf: expertDequantizer(ctx, gu, 'moe.fp8.expert.gu'),
+      downOf: expertDequantizer(ctx, dn, 'moe.fp8.expert.down'),
+      x: xi.ptr,
+      rw: wi.ptr,
+      out: xo.ptr,
+    };
+    perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
+    return true;
+  }
+  if (fp8) {
+    const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles');
+    permute(ctx, p, ii.ptr, dims.first);
+    fp8MoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o);
+    combine(ctx, xo, p);
+    return true;
+  }
+  return false;
 }
 
 /** Expert e of a stacked FP8 weight dequantized to bf16 into workspace `name` (reused). */
