@@ -46,7 +46,10 @@ describe('prompt logprobs and logit_bias over HTTP', () => {
       max_tokens: 0,
     });
     const ids = tok.encode(prompt, { addSpecialTokens: true });
-    const ref = await runForward(await loadModel(BUNDLED_MODEL_DIR, { backend: new CpuBackend() }), ids);
+    const ref = await runForward(
+      await loadModel(BUNDLED_MODEL_DIR, { backend: new CpuBackend() }),
+      ids,
+    );
     const c = r.choices[0]!;
     expect(c.text).toBe(prompt);
     expect(c.finish_reason).toBe('length');
