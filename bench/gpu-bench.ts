@@ -3,7 +3,7 @@
  * test/gpu/real-model.ts): correctness against the CPU backend, then prefill and decode timings.
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
- *        [--prefill-attention tensor-cores|scalar]
+ *        [--prefill-attention tensor-cores|scalar] [--quantization fp8]
  * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,12 @@ import { decodeBatch, timeGraphStep } from './graph-step.js';
 import { profileOps } from '../test/gpu/op-profile.js';
 import { realCheck } from '../test/gpu/real-check.js';
 import { buildGpuWeights, decodeWeightBytes, realConfig } from '../test/gpu/real-model.js';
+import { quantizeModelWeights } from '../src/model/minimax-m3/quantize-weights.js';
+import {
+  totalWeightBytes,
+  weightBytesByDtype,
+  type WeightBytes,
+} from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
 
 function arg(name: string, fallback: string): string {
@@ -70,6 +76,7 @@ async function timeDecode(
   context: number,
   pagesPerSeq: number,
   ceil: Ceilings,
+  linearBytes: number,
 ): Promise<DecodeRow> {
   const cfg = model.cfg;
   const step = (b: ForwardBatch) => model.forward(b, kv);
@@ -93,8 +100,8 @@ async function timeDecode(
     eager.push(performance.now() - t0);
   }
   const graphMs = await timeGraphStep(gpu, model, kv, batch, pagesPerSeq);
-  const w = decodeWeightBytes(cfg, B, true);
-  const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * 2;
+  const w = decodeWeightBytes(cfg, B, true, linearBytes);
+  const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * linearBytes;
   // distinct counts the fused shared expert id too: it is one of the ids of every row.
   const weightBytes = w.always + distinct * expertBytes;
   const kvPerToken = cfg.sparseLayers.reduce(
@@ -168,9 +175,15 @@ function markdown(
   rows: DecodeRow[],
   context: number,
   check: unknown,
+  quantization: string,
+  weightBytes: WeightBytes,
 ): string {
+  const wtype = quantization === 'fp8' ? 'block-FP8 linears (--quantization fp8, W8A16)' : 'bf16';
   const lines = [
-    `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${cfg.numLayers - 3} MoE), bf16, shared expert fused (129 x top-5).`,
+    `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${cfg.numLayers - 3} MoE), ${wtype}, shared expert fused (129 x top-5).`,
+    `Weights by dtype: ${Object.entries(weightBytes)
+      .map(([k, v]) => `${k} ${(v / 1e9).toFixed(3)} GB`)
+      .join(', ')}; total ${(totalWeightBytes(weightBytes) / 1e9).toFixed(3)} GB.`,
     `Ceilings measured in the same run: cuBLAS bf16 GEMM 8192^3 ${ceil.gemmTflops.toFixed(0)} TFLOP/s, device copy ${ceil.copyTBs.toFixed(2)} TB/s.`,
     '',
     ...prefills.map(
@@ -205,7 +218,18 @@ async function main(): Promise<void> {
   const ceil = smoke(gpu);
   const cfg = realConfig(numMoe);
   const t0 = performance.now();
-  const weights = await buildGpuWeights(gpu, cfg, true);
+  const quantization = arg('quantization', 'none');
+  if (quantization !== 'none' && quantization !== 'fp8')
+    throw new Error(`--quantization must be fp8, not ${quantization}`);
+  const built = await buildGpuWeights(gpu, cfg, true);
+  // `--quantization fp8` as the loader applies it: block FP8 on the device, bf16 freed.
+  const weights = quantization === 'fp8' ? quantizeModelWeights(built, gpu) : built;
+  gpu.synchronize();
+  const linearBytes = quantization === 'fp8' ? 1 + 4 / 128 : 2;
+  const weightBytes = weightBytesByDtype(weights, gpu);
+  console.log(
+    `weights by dtype (GB): ${JSON.stringify(Object.fromEntries(Object.entries(weightBytes).map(([k, v]) => [k, +(v / 1e9).toFixed(3)])))}, total ${(totalWeightBytes(weightBytes) / 1e9).toFixed(3)} GB`,
+  );
   console.log(
     `built ${cfg.numLayers}-layer real-dimension weights on the GPU in ${(performance.now() - t0).toFixed(0)} ms; ${(gpu.dev.bytesAllocated / 2 ** 30).toFixed(1)} GiB allocated`,
   );
@@ -232,7 +256,7 @@ async function main(): Promise<void> {
   }
   const rows: DecodeRow[] = [];
   for (const B of batches) {
-    const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil);
+    const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil, linearBytes);
     console.log(
       `decode B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`,
     );
@@ -245,6 +269,8 @@ async function main(): Promise<void> {
       {
         ceil,
         prefillAttention,
+        quantization,
+        weightBytes,
         prefill: prefills,
         decode: rows,
         check,
@@ -255,7 +281,7 @@ async function main(): Promise<void> {
       2,
     ),
   );
-  const md = markdown(cfg, ceil, prefills, rows, context, check);
+  const md = markdown(cfg, ceil, prefills, rows, context, check, quantization, weightBytes);
   writeFileSync(join(out, 'gpu-bench.md'), md);
   console.log(`\n${md}`);
 }

@@ -23,6 +23,7 @@ import { SINGLE_RANK } from '../../src/parallel/parallel-layout.js';
 import { PRESETS, withNumLayers } from '../../src/model/weights/random-presets.js';
 import type { DType } from '../../src/tensor/dtype.js';
 import type { Shape } from '../../src/tensor/shape.js';
+import { isFp8Weight } from '../../src/tensor/fp8-weight.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 
 export function realConfig(numMoeLayers: number): ModelConfig {
@@ -112,7 +113,9 @@ export class LazyExpertCpuBackend extends CpuBackend {
 
 /** Copies the GPU weights to `cpu` (experts stay on the GPU, see LazyExpertCpuBackend). */
 export function mirrorWeights(gpu: CudaBackend, cpu: Backend, w: ModelWeights): ModelWeights {
-  const copy = (t: Tensor): Tensor => cpu.upload(gpu.readF32(t), t.shape, t.dtype);
+  // FP8 weights arrive dequantized (code · scale, exact): the CPU computes on those values.
+  const copy = (t: Tensor): Tensor =>
+    cpu.upload(gpu.readF32(t), t.shape, isFp8Weight(t) ? 'bf16' : t.dtype);
   const mlp = (m: MlpWeights | null): MlpWeights | null =>
     m ? { gateUp: copy(m.gateUp), down: copy(m.down) } : null;
   return {
@@ -155,29 +158,36 @@ export function mirrorWeights(gpu: CudaBackend, cpu: Backend, w: ModelWeights): 
   };
 }
 
-/** Bytes of weights one decode step reads at batch B (uniform routing): the roofline input. */
+/**
+ * Bytes of weights one decode step reads at batch B (uniform routing): the roofline input.
+ * `linearBytes` per parameter of the linears FP8 quantizes (2 for bf16; 1 + 4/128 for block
+ * FP8: a code and a share of its row's f32 group scale); the LM head and MSA index
+ * projections stay bf16, the router f32.
+ */
 export function decodeWeightBytes(
   cfg: ModelConfig,
   B: number,
   fuse: boolean,
+  linearBytes = 2,
 ): { always: number; experts: number } {
   const { hiddenSize: D, headDim: Dh, numHeads: H, numKvHeads: Hkv, vocabSize: V } = cfg;
   const Di = cfg.sparse?.indexDim ?? 0;
-  let always = V * D; // lm_head (the embedding reads only B rows)
+  let always = V * D * 2; // lm_head (the embedding reads only B rows)
   let experts = 0;
   const E = cfg.numExperts;
   const K = cfg.numExpertsPerTok;
   const expertParams = 3 * D * cfg.moeIntermediateSize;
   const u = E * (1 - (1 - K / E) ** B);
   for (let i = 0; i < cfg.numLayers; i++) {
-    always += (2 * H * Dh + 2 * Hkv * Dh) * D + (cfg.sparseLayers[i] ? (Hkv * Di + Di) * D : 0);
+    always += (2 * H * Dh + 2 * Hkv * Dh) * D * linearBytes;
+    always += (cfg.sparseLayers[i] ? (Hkv * Di + Di) * D : 0) * 2;
     if (cfg.moeLayers[i]) {
-      always += 2 * E * D; // f32 router
-      experts += (u + 1) * expertParams; // routed + shared
+      always += E * D * 4; // f32 router
+      experts += (u + 1) * expertParams * linearBytes; // routed + shared
     } else {
-      always += 3 * D * cfg.denseIntermediateSize;
+      always += 3 * D * cfg.denseIntermediateSize * linearBytes;
     }
   }
   void fuse;
-  return { always: always * 2, experts: experts * 2 };
+  return { always, experts };
 }

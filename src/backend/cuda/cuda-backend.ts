@@ -53,6 +53,11 @@ export interface CudaBackendOptions {
    * flash kernel that f32, decode and MSA-sparse attention always use), for comparisons.
    */
   readonly prefillAttention?: PrefillAttention;
+  /**
+   * Keep FP8 checkpoint weights (and `--quantization fp8`) in FP8 with their scales (default
+   * true; never in float32 mode). False dequantizes them at load to bf16, for comparisons.
+   */
+  readonly fp8Weights?: boolean;
 }
 
 /** Allocations at least this large bypass the pool (weights, KV cache, huge prefill scratch). */
@@ -82,7 +87,8 @@ export class CudaBackend implements Backend {
     this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);
     this.float32 = o.float32 ?? false;
     this.prefillAttention = o.prefillAttention ?? 'tensor-cores';
-    if (!this.float32) this.fp8 = new CudaFp8WeightOps(this.ctx, (s, d) => this.allocRaw(s, d));
+    if (!this.float32 && o.fp8Weights !== false)
+      this.fp8 = new CudaFp8WeightOps(this.ctx, (s, d) => this.allocRaw(s, d));
   }
 
   /** The dtype actually stored for a requested one. */
