@@ -307,7 +307,9 @@ async function modelChecks(cpu: CpuBackend, gpu: CudaBackend, golden: string): P
       num_attention_heads: 4,
       num_key_value_heads: 2,
       head_dim: 128,
-      rotary_dim: 64,
+      // MSA index dim 16 must be at least the rotary dim.
+      rotary_dim: 16,
+      partial_rotary_factor: 0.125,
       dense_intermediate_size: 512,
       intermediate_size: 256,
       shared_intermediate_size: 256,
