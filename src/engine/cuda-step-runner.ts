@@ -13,6 +13,7 @@ import { usesExpertParallel } from '../parallel/parallel-layout.js';
 import type { SamplingParams } from './engine-types.js';
 import type { M3ModelRunner } from './m3-model-runner.js';
 import type { SampleResult } from './sampler.js';
+import type { MemoryReport } from './model-runner.js';
 import type { StepRunnerOptions } from './step-runner-for.js';
 import type { RowSampling, SequenceSampling, StepResult, StepRunner } from './step-runner.js';
 
@@ -52,6 +53,10 @@ export class CudaStepRunner implements StepRunner {
   static supports(r: M3ModelRunner): boolean {
     const m = r.model;
     return m instanceof MiniMaxM3Model && m.comm.worldSize === 1 && !usesExpertParallel(m.layout);
+  }
+
+  get memory(): MemoryReport {
+    return this.inner.memory;
   }
 
   constructor(

@@ -4,6 +4,7 @@
  * stop strings (it aborts the request when one appears) and output parsing.
  */
 import type { LogitsConstraint } from './logits-constraint.js';
+import type { MemoryReport } from './model-runner.js';
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -110,6 +111,8 @@ export interface EngineStats {
   readonly numPreemptions?: number;
   /** Free pages that still hold a reusable prefix-cache entry (counted as free, not used). */
   readonly kvPagesCached?: number;
+  /** Weight and KV-cache bytes by dtype, when the runner reports them. */
+  readonly memory?: MemoryReport;
 }
 
 export interface Engine {

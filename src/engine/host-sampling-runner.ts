@@ -1,6 +1,6 @@
 import type { ForwardBatch } from '../backend/forward-batch.js';
 import type { SamplingParams } from './engine-types.js';
-import type { ModelRunner } from './model-runner.js';
+import type { MemoryReport, ModelRunner } from './model-runner.js';
 import { SequenceSampler } from './sampler.js';
 import type { RowSampling, SequenceSampling, StepResult, StepRunner } from './step-runner.js';
 
@@ -29,6 +29,9 @@ export class HostSamplingRunner implements StepRunner {
 
   get vocabSize(): number {
     return this.inner.vocabSize;
+  }
+  get memory(): MemoryReport | undefined {
+    return this.inner.memory;
   }
   get numPages(): number {
     return this.inner.numPages;

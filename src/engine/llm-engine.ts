@@ -108,6 +108,7 @@ export class LlmEngine implements Engine {
       promptTokensTotal: s.promptTokens,
       numPreemptions: s.numPreemptions,
       kvPagesCached: this.scheduler.prefixCache?.numCachedFree() ?? 0,
+      ...(this.runner.memory && { memory: this.runner.memory }),
     };
   }
 

@@ -10,7 +10,9 @@ import {
 } from '../model/minimax-m3/kv-cache.js';
 import type { ParallelLayout } from '../parallel/parallel-layout.js';
 import { DTYPE_BYTES } from '../tensor/dtype.js';
-import type { ModelRunner, StepOutput } from './model-runner.js';
+import type { MemoryReport, ModelRunner, StepOutput } from './model-runner.js';
+import { dtypeName, weightBytesByDtype } from '../model/minimax-m3/weight-bytes.js';
+import type { ModelWeights } from '../model/minimax-m3/weights.js';
 
 export interface M3RunnerOptions {
   /** KV pages to allocate (on every rank); default from `kvCacheBytes` or free memory. */
@@ -46,6 +48,7 @@ export class M3ModelRunner implements ModelRunner {
   readonly eosTokenIds: readonly number[];
   /** The paged KV cache (the CUDA step runner drives the model with it). */
   readonly kv: KvCache;
+  readonly memory: MemoryReport;
 
   constructor(
     readonly model: RunnerModel,
@@ -63,6 +66,12 @@ export class M3ModelRunner implements ModelRunner {
     const capacity = this.numPages * this.pageSize;
     this.maxModelLen = Math.min(o.maxModelLen ?? cfg.maxPositionEmbeddings, capacity);
     this.eosTokenIds = cfg.eosTokenIds;
+    const weights = (model as { weights?: ModelWeights }).weights;
+    const kvDtype = model.backend.storageDtype(KV_DTYPE);
+    this.memory = {
+      weightBytes: weights ? weightBytesByDtype(weights, model.backend) : {},
+      kvCacheBytes: { [dtypeName(kvDtype)]: this.numPages * perPage },
+    };
   }
 
   /**

@@ -7,6 +7,14 @@ export interface StepOutput {
   readonly routedExperts?: Readonly<Record<string, Int32Array>>;
 }
 
+/** Device memory of the model by storage dtype (`fp8_e4m3`, `fp8_scale`, `bfloat16`, ...). */
+export interface MemoryReport {
+  /** This rank's weights (empty when the model runs on other ranks' processes). */
+  readonly weightBytes: Readonly<Record<string, number>>;
+  /** The KV cache this runner allocated. */
+  readonly kvCacheBytes: Readonly<Record<string, number>>;
+}
+
 /**
  * What the engine needs from a model on some backend. The runner owns the KV cache memory
  * ([numPages, pageSize] slots per layer); the engine owns which pages each sequence uses and
@@ -25,4 +33,6 @@ export interface ModelRunner {
   forward(batch: ForwardBatch): StepOutput | Promise<StepOutput>;
   /** Releases backend resources; called once by engine shutdown. */
   close?(): void | Promise<void>;
+  /** Weight and KV bytes by dtype (the memory plan's inputs; /metrics reports them). */
+  readonly memory?: MemoryReport;
 }

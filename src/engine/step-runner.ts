@@ -1,5 +1,6 @@
 import type { ForwardBatch } from '../backend/forward-batch.js';
 import type { SamplingParams } from './engine-types.js';
+import type { MemoryReport } from './model-runner.js';
 import type { SampleResult } from './sampler.js';
 
 /**
@@ -54,6 +55,8 @@ export interface StepResult {
  */
 export interface StepRunner {
   readonly vocabSize: number;
+  /** The model runner's weight and KV bytes by dtype, when it knows them. */
+  readonly memory?: MemoryReport;
   readonly numPages: number;
   readonly pageSize: number;
   /** Longest context (prompt + completion) the model supports. */

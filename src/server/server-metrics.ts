@@ -110,6 +110,22 @@ export class ServerMetrics {
     gauge('kv_pages_cached', 'Free pages holding a reusable prefix', () => {
       return engine.stats().kvPagesCached ?? 0;
     });
+    const byDtype = (name: string, help: string, read: () => Readonly<Record<string, number>>) =>
+      new Gauge({
+        name: `${p}${name}`,
+        help,
+        labelNames: ['dtype'],
+        registers,
+        collect() {
+          for (const [dtype, bytes] of Object.entries(read())) this.set({ dtype }, bytes);
+        },
+      });
+    byDtype('model_weight_bytes', "Device memory of this rank's weights by storage dtype", () => {
+      return engine.stats().memory?.weightBytes ?? {};
+    });
+    byDtype('kv_cache_bytes', 'Device memory of the KV cache by storage dtype', () => {
+      return engine.stats().memory?.kvCacheBytes ?? {};
+    });
     gauge('kv_cache_usage_ratio', 'Used fraction of the KV cache (0..1)', () => {
       const s = engine.stats();
       return s.kvPagesTotal > 0 ? s.kvPagesUsed / s.kvPagesTotal : 0;

@@ -17,6 +17,11 @@ const NAMES: Readonly<Record<DType, string>> = {
   f8e4m3: 'fp8_e4m3',
 };
 
+/** A storage dtype as memory reports name it (vLLM's / torch's spelling). */
+export function dtypeName(d: DType): string {
+  return NAMES[d];
+}
+
 /** Bytes of every weight tensor of `w` as `backend` stores them, by dtype (vLLM's names). */
 export function weightBytesByDtype(w: ModelWeights, backend: Backend): WeightBytes {
   const out: Record<string, number> = {};
