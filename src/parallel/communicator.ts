@@ -29,6 +29,19 @@ export interface Communicator {
   /** In place: x ← x of `root`. */
   broadcast(x: Tensor, root: number): void | Promise<void>;
   barrier(): void | Promise<void>;
+  /**
+   * Optional, seed 000's fused FFN reduction in one step: r ← r + Σ_ranks h (the sum stored
+   * in h's dtype, as `allReduce` would leave it), a ← GemmaRMSNorm(r; w). A communicator that
+   * has it gives bit for bit what `allReduce(h)` then `Backend.addRmsNorm(a, r, h, w, eps)`
+   * give, except that h is left as it was (the CUDA IPC communicator's fused kernel).
+   */
+  allReduceAddRmsNorm?(
+    a: Tensor,
+    r: Tensor,
+    h: Tensor,
+    w: Tensor,
+    eps: number,
+  ): void | Promise<void>;
 }
 
 /** World size 1: every collective is the identity. */

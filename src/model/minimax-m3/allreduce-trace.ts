@@ -84,21 +84,7 @@ export class AllReduceTrace {
     await comm.allReduce(t.h);
     b.addRmsNorm(t.a, t.r, t.h, t.w, cfg.rmsNormEps);
     const native = { r: b.readF32(t.r), a: b.readF32(t.a) };
-    // Fused: the variant's one-shot arithmetic on the same partials and residual.
-    const fusedR = residualIn;
-    reduceAddNormRows({
-      partials,
-      residual: fusedR,
-      out: new Float32Array(residualIn.length),
-      weight: b.readF32(t.w),
-      eps: cfg.rmsNormEps,
-      variant: this.o.variant,
-      activation: activationRounding(b, t.r),
-    });
-    // the definition's norm is the backend's (its float32 SIMD norm, not the host's float64 one)
-    b.write(t.r, fusedR);
-    b.rmsNorm(t.a, t.r, t.w, cfg.rmsNormEps);
-    const fused = { r: fusedR, a: b.readF32(t.a) };
+    const fused = await this.fused(ctx, t, residualIn, partials);
     this.write({
       step: this.step,
       layer_id: site.layer,
@@ -114,6 +100,41 @@ export class AllReduceTrace {
       norm_max_diff: maxAbsDiff(fused.a, native.a),
       residual_max_abs: native.r.reduce((m, x) => Math.max(m, Math.abs(x)), 0),
     });
+  }
+
+  /**
+   * The fused side on the same partial and residual: the communicator's fused kernel when it
+   * has one and the variant is the definition (`exact`), so the trace compares the kernel the
+   * server runs; otherwise the variant's one-shot arithmetic on the host. Leaves r and a set.
+   */
+  private async fused(
+    ctx: StepContext,
+    t: { a: Tensor; r: Tensor; h: Tensor; w: Tensor },
+    residualIn: Float32Array,
+    partials: Float32Array[],
+  ): Promise<{ r: Float32Array; a: Float32Array }> {
+    const { backend: b, comm, cfg } = ctx;
+    if (this.o.variant === 'exact' && comm.allReduceAddRmsNorm) {
+      b.write(t.r, residualIn);
+      b.write(t.h, partials[comm.rank]!);
+      await comm.allReduceAddRmsNorm(t.a, t.r, t.h, t.w, cfg.rmsNormEps);
+      return { r: b.readF32(t.r), a: b.readF32(t.a) };
+    }
+    // Fused: the variant's one-shot arithmetic on the same partials and residual.
+    const fusedR = residualIn;
+    reduceAddNormRows({
+      partials,
+      residual: fusedR,
+      out: new Float32Array(residualIn.length),
+      weight: b.readF32(t.w),
+      eps: cfg.rmsNormEps,
+      variant: this.o.variant,
+      activation: activationRounding(b, t.r),
+    });
+    // the definition's norm is the backend's (its float32 SIMD norm, not the host's float64 one)
+    b.write(t.r, fusedR);
+    b.rmsNorm(t.a, t.r, t.w, cfg.rmsNormEps);
+    return { r: fusedR, a: b.readF32(t.a) };
   }
 
   private write(line: TraceLine): void {

@@ -160,6 +160,9 @@ export class MiniMaxM3Model {
       const group = traceGroup(isSparse, usesExpertParallel(this.layout));
       return this.trace.reduceAddNorm(ctx, { layer: source, isSparse, group, norm }, t);
     }
+    // The communicator's fused kernel where it has one (CUDA IPC): the same bits in one step.
+    if (reduce && this.comm.allReduceAddRmsNorm)
+      return this.comm.allReduceAddRmsNorm(t.a, t.r, t.h, t.w, this.cfg.rmsNormEps);
     if (reduce) await this.comm.allReduce(t.h);
     this.backend.addRmsNorm(t.a, t.r, t.h, t.w, this.cfg.rmsNormEps);
   }
