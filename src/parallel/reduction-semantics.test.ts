@@ -153,3 +153,21 @@ describe('the sum stored in bf16 before the add (a bf16 backend’s unfused path
     expect(maxAbsDiff(r, r32)).toBeGreaterThan(0);
   });
 });
+
+describe('allReduceRows (rank by rank into float32) equals rankOrderSum element by element', () => {
+  it('bit for bit on mixed magnitudes, 2..8 ranks, both roundings', async () => {
+    const { allReduceRows, rankOrderSum } = await import('./reduction-semantics.js');
+    for (const W of [2, 3, 5, 8]) {
+      const parts = Array.from({ length: W }, (_, q) =>
+        values(4096, 10 + q, 1).map((v, i) => v * 2 ** (((i * 7 + q * 13) % 40) - 20)),
+      );
+      for (const to of ['f32', 'bf16'] as const) {
+        const got = allReduceRows(parts, to);
+        for (let i = 0; i < got.length; i++) {
+          const s = rankOrderSum(parts, i);
+          expect(got[i]).toBe(to === 'bf16' ? roundToBf16(s) : s);
+        }
+      }
+    }
+  });
+});
