@@ -1,7 +1,7 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,golden,sampler,engine,load,fp8 (default), comm, comm-procs, group]
+ *        [--only smoke,ops,golden,sampler,engine,load,fp8 (default), msa, comm, comm-procs, group]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
@@ -29,6 +29,7 @@ import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-che
 import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
 import { checkMoePaths } from './moe-check.js';
+import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkSampler } from './sampler-check.js';
@@ -59,6 +60,12 @@ async function main(): Promise<void> {
       ...checkMoePaths(cpu, gpu),
     ];
     printTable('ops: CUDA vs CPU', rows);
+    all.push(...rows);
+  }
+  if (only.has('msa')) {
+    // Not in the default set until it has passed on a GPU (the tensor-core MSA scoring is opt-in).
+    const rows = checkMsaPrefill(cpu, gpu);
+    printTable('MSA selection (tensor cores) and sparse attention at long context', rows);
     all.push(...rows);
   }
   if (only.has('golden')) {

@@ -64,6 +64,7 @@ function substitute(m: Macro, args: readonly string[]): string {
 }
 
 function expand(text: string, macros: Map<string, Macro>): string {
+  if (macros.size === 0) return text; // an empty alternation would match every '('
   const call = new RegExp(`\\b(${[...macros.keys()].join('|')})\\s*\\(`, 'g');
   for (let round = 0; round < 16; round++) {
     let changed = false;

@@ -1,11 +1,11 @@
-/** Launchers for kernels/attention.cu and kernels/msa.cu (see the kernels' headers). */
-import type { AttentionOptions, MsaOptions } from '../backend.js';
+/** Launchers for kernels/attention.cu and attention-prefill.cu (see the kernels' headers); MSA selection is in msa-ops.ts. */
+import type { AttentionOptions } from '../backend.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import { cuda, letter } from './cuda-tensor.js';
 import { launchKernel } from './kernel-launch.js';
 import { attentionDecode, decodeAttentionFits } from './attention-decode.js';
-import { ATTENTION, ATTENTION_COMBINE, ATTENTION_PREFILL, MSA_SELECT } from './kernel-table.js';
+import { ATTENTION, ATTENTION_COMBINE, ATTENTION_PREFILL } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
 
 function pow2AtLeast(n: number, max: number, what: string): number {
@@ -164,47 +164,6 @@ function attentionPrefill(
       Hkv,
       S: kc.shape[1]!,
       scale: o.scale,
-    },
-  );
-}
-
-export function msaSelect(
-  ctx: OpContext,
-  out: Tensor,
-  idxQ: Tensor,
-  idxK: Tensor,
-  meta: CudaBatchMeta,
-  o: MsaOptions,
-): void {
-  const T = meta.numTokens;
-  const { numIndexHeads: Hi, indexDim: Di, topk } = o;
-  const oo = cuda(out, 'msaSelect.out', ['i32'], [Hi, T, topk]);
-  const qi = cuda(idxQ, 'msaSelect.idxQ', ['bf16', 'f32'], [T, Hi * Di]);
-  const kc = cuda(idxK, 'msaSelect.idxK', ['bf16', 'f32']);
-  if (kc.shape.length !== 3 || kc.shape[2] !== Di)
-    throw new Error(`msaSelect: index cache shape [${kc.shape.join(', ')}] is not [P, S, ${Di}]`);
-  const S = kc.shape[1]!;
-  const smem = Math.ceil(((Di + meta.pageStride) * 4 + meta.pageStride) / 16) * 16;
-  launchKernel(
-    ctx,
-    MSA_SELECT,
-    `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`,
-    { grid: [T, Hi, 1], block: [128, 1, 1], smem },
-    {
-      out: oo.ptr,
-      idxQ: qi.ptr,
-      idxK: kc.ptr,
-      positions: meta.positions,
-      seqOfToken: meta.seqOfToken,
-      pageTable: meta.pageTable,
-      pageStride: meta.pageStride,
-      T,
-      Hi,
-      Di,
-      S,
-      topk,
-      initBlocks: o.initBlocks,
-      localBlocks: o.localBlocks,
     },
   );
 }

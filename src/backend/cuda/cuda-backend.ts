@@ -20,7 +20,8 @@ import type { ForwardBatch } from '../forward-batch.js';
 import { DTYPE_BYTES, type DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { attention, msaSelect, type PrefillAttention } from './attention-ops.js';
+import { attention, type PrefillAttention } from './attention-ops.js';
+import { msaSelect, type MsaScoring } from './msa-ops.js';
 import { BatchMetaStore, type CudaBatchMeta } from './batch-meta.js';
 import { CublasGemm, type GemmType } from './cublas-gemm.js';
 import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
@@ -58,6 +59,12 @@ export interface CudaBackendOptions {
    * true; never in float32 mode). False dequantizes them at load to bf16, for comparisons.
    */
   readonly fp8Weights?: boolean;
+  /**
+   * MSA block scoring: 'scalar' (default: kernels/msa.cu, checked on the H200) or
+   * 'tensor-cores' (kernels/msa-score.cu for bf16; not yet run on a GPU, see
+   * test/gpu/msa-prefill-check.ts, `gpu-check --only msa`).
+   */
+  readonly msaScoring?: MsaScoring;
 }
 
 /** Allocations at least this large bypass the pool (weights, KV cache, huge prefill scratch). */
@@ -76,6 +83,7 @@ export class CudaBackend implements Backend {
   private readonly prefillAttention: PrefillAttention;
   /** FP8 weights stay FP8 (W8A16 kernels); not in float32 mode, whose checks are exact. */
   readonly fp8?: Fp8WeightOps;
+  private readonly msaScoring: MsaScoring;
 
   constructor(
     readonly dev: CudaDevice,
@@ -89,6 +97,7 @@ export class CudaBackend implements Backend {
     this.prefillAttention = o.prefillAttention ?? 'tensor-cores';
     if (!this.float32 && o.fp8Weights !== false)
       this.fp8 = new CudaFp8WeightOps(this.ctx, (s, d) => this.allocRaw(s, d));
+    this.msaScoring = o.msaScoring ?? 'scalar';
   }
 
   /** The dtype actually stored for a requested one. */
@@ -420,7 +429,7 @@ export class CudaBackend implements Backend {
   }
 
   msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void {
-    msaSelect(this.ctx, out, idxQ, idxK, meta as CudaBatchMeta, o);
+    msaSelect(this.ctx, out, idxQ, idxK, meta as CudaBatchMeta, o, this.msaScoring);
   }
 
   swigluOai(out: Tensor, gateUp: Tensor, alpha: number, limit: number): void {

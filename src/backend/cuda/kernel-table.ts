@@ -191,6 +191,44 @@ export const MSA_SELECT = kernel({
   launch: 'grid (T, Hi), block 128, dyn smem for one row of block scores',
 });
 
+// ------------------------------------------------------------------ kernels/msa-score.cu
+export const MSA_BLOCK_SCORES = kernel({
+  file: 'msa-score',
+  names: ['msa_block_scores'],
+  args: {
+    scores: 'ptr',
+    idxQ: 'ptr',
+    idxK: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    t0: 'i32',
+    nT: 'i32',
+    Hi: 'i32',
+    S: 'i32',
+  },
+  launch: 'grid (ceil(nT/64), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2',
+  defines: ['MSA_DI'],
+});
+export const MSA_TOPK = kernel({
+  file: 'msa-score',
+  names: ['msa_topk'],
+  args: {
+    out: 'ptr',
+    scores: 'ptr',
+    positions: 'ptr',
+    pageStride: 'i32',
+    t0: 'i32',
+    nT: 'i32',
+    T: 'i32',
+    S: 'i32',
+    topk: 'i32',
+    initBlocks: 'i32',
+    localBlocks: 'i32',
+  },
+  launch: 'grid (nT, Hi), block 128, dyn smem pageStride*5',
+});
 // ------------------------------------------------------------------ kernels/router.cu
 export const ROUTER_TOPK = kernel({
   file: 'router',
