@@ -31,7 +31,10 @@ describe('IncrementalDecoder', () => {
   });
 
   it('never emits a broken character and concatenates to the full decode', () => {
-    const text = fc.string({ unit: 'grapheme', maxLength: 40 });
+    // Text that itself holds U+FFFD would legitimately stream it; fast-check can draw it.
+    const text = fc
+      .string({ unit: 'grapheme', maxLength: 40 })
+      .filter((t) => !t.includes('\uFFFD'));
     fc.assert(
       fc.property(text, fc.array(fc.integer({ min: 1, max: 4 }), { maxLength: 8 }), (t, sizes) => {
         const ids = tok.encode(t, { addSpecialTokens: false });
