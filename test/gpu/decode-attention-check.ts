@@ -13,6 +13,7 @@ import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { ForwardBatch } from '../../src/backend/forward-batch.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { countDiff, randArray, relErr, rng, type Row } from './check-util.js';
+import { errRow, pagedBatch, worstRow, type SeqSpec } from './paged-attention-util.js';
 
 const H = 64;
 const HKV = 4;
@@ -29,20 +30,9 @@ const BASE: AttentionOptions = {
   blocks: null,
 };
 
-type Spec = readonly { numCached: number; numNew: number }[];
-
-/** Pages handed out in a shuffled order over `P` pages (37 is coprime with the P used). */
-function batchOf(spec: Spec, P: number): ForwardBatch {
-  let next = 0;
-  const seqs = spec.map((s) => {
-    const pages = Math.ceil((s.numCached + s.numNew) / S);
-    const pageTable = Int32Array.from({ length: pages }, () => (next++ * 37 + 5) % P);
-    return { ...s, pageTable };
-  });
-  if (next > P) throw new Error(`decode attention check: ${next} pages, only ${P}`);
-  const T = spec.reduce((n, s) => n + s.numNew, 0);
-  return { tokenIds: new Int32Array(T), seqs, pageSize: S, logitsFor: 'last' };
-}
+type Spec = SeqSpec;
+const batchOf = (spec: Spec, P: number): ForwardBatch =>
+  pagedBatch(spec, P, S, 'decode attention check');
 
 /** Per (KV group, token): up to TOPK distinct visible blocks, always the token's own, -1 pads. */
 function selectedBlocks(spec: Spec, seed: number): Int32Array {
@@ -115,19 +105,7 @@ function onGpu(gpu: CudaBackend, batch: ForwardBatch, P: number, x: Inputs) {
   return out;
 }
 
-function worstRow(a: Float32Array, b: Float32Array): number {
-  let worst = 0;
-  for (let r = 0; r < b.length / DH; r++)
-    worst = Math.max(
-      worst,
-      relErr(a.subarray(r * DH, (r + 1) * DH), b.subarray(r * DH, (r + 1) * DH)),
-    );
-  return worst;
-}
-
-function row(check: string, err: number, limit = LIMIT): Row {
-  return { check, value: err.toExponential(2), limit: limit.toExponential(0), pass: err <= limit };
-}
+const row = (check: string, err: number, limit = LIMIT): Row => errRow(check, err, limit);
 
 export function checkDecodeAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   const rows: Row[] = [];
@@ -152,7 +130,7 @@ export function checkDecodeAttention(cpu: Backend, gpu: CudaBackend): Row[] {
     const want = onCpu(cpu, batch, P, x);
     const got = onGpu(gpu, batch, P, x);
     rows.push(row(`decode attention TC vs CPU, ${name}`, relErr(got.tc, want)));
-    rows.push(row('  worst (token, head) row', worstRow(got.tc, want), WORST_LIMIT));
+    rows.push(row('  worst (token, head) row', worstRow(got.tc, want, DH), WORST_LIMIT));
     rows.push(row('  scalar CUDA vs CPU (same data)', relErr(got.scalar, want)));
     // Guards against a silent fallback: the two kernels round differently, so some bits differ.
     const differ = countDiff(new Int32Array(got.tc.buffer), new Int32Array(got.scalar.buffer));

@@ -11,6 +11,7 @@ import type { CudaBatchMeta } from '../../src/backend/cuda/batch-meta.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { ForwardBatch } from '../../src/backend/forward-batch.js';
 import { countDiff, randArray, relErr, type Row } from './check-util.js';
+import { errRow, pagedBatch, worstRow, type SeqSpec } from './paged-attention-util.js';
 
 const H = 64;
 const HKV = 4;
@@ -27,21 +28,12 @@ const OPTS: AttentionOptions = {
   blocks: null,
 };
 
-type Spec = readonly { numCached: number; numNew: number }[];
-
-/** Pages handed out in a shuffled order (37 is coprime with P). */
-function batchOf(spec: Spec): ForwardBatch {
-  let next = 0;
-  const seqs = spec.map((s) => {
-    const pages = Math.ceil((s.numCached + s.numNew) / S);
-    const pageTable = Int32Array.from({ length: pages }, () => (next++ * 37 + 5) % P);
-    return { ...s, pageTable };
-  });
-  if (next > P) throw new Error(`prefill attention check: ${next} pages, only ${P}`);
-  const T = spec.reduce((n, s) => n + s.numNew, 0);
-  if (T < PREFILL_TOKENS_PER_SEQ * spec.length)
+/** A batch that must route to the tensor-core prefill kernel. */
+function batchOf(spec: SeqSpec): ForwardBatch {
+  const batch = pagedBatch(spec, P, S, 'prefill attention check');
+  if (batch.tokenIds.length < PREFILL_TOKENS_PER_SEQ * spec.length)
     throw new Error('prefill attention check: batch would not route to the tensor-core kernel');
-  return { tokenIds: new Int32Array(T), seqs, pageSize: S, logitsFor: 'last' };
+  return batch;
 }
 
 /** Random bf16 q and caches; q is large enough (score sd ~1.3) that the softmax is peaked. */
@@ -83,20 +75,8 @@ function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
   return out;
 }
 
-/** The worst (token, head) row's ‖Δ‖/‖ref‖: a wrong tile edge cannot hide in the total. */
-function worstRow(a: Float32Array, b: Float32Array): number {
-  let worst = 0;
-  for (let r = 0; r < b.length / DH; r++)
-    worst = Math.max(
-      worst,
-      relErr(a.subarray(r * DH, (r + 1) * DH), b.subarray(r * DH, (r + 1) * DH)),
-    );
-  return worst;
-}
-
-function row(check: string, err: number, limit = LIMIT): Row {
-  return { check, value: err.toExponential(2), limit: limit.toExponential(0), pass: err <= limit };
-}
+const worst = (a: Float32Array, b: Float32Array): number => worstRow(a, b, DH);
+const row = (check: string, err: number, limit = LIMIT): Row => errRow(check, err, limit);
 
 export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   const rows: Row[] = [];
@@ -111,7 +91,7 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   const ref = run(cpu, chunked, x);
   const both = runBoth(gpu, chunked, x);
   rows.push(row('prefill attention TC vs CPU (4 seqs, chunked, T=401)', relErr(both.mma, ref)));
-  rows.push(row('  worst (token, head) row', worstRow(both.mma, ref), WORST_LIMIT));
+  rows.push(row('  worst (token, head) row', worst(both.mma, ref), WORST_LIMIT));
   rows.push(row('prefill attention scalar vs CPU (same batch)', relErr(both.scalar, ref)));
   // Guards against a silent fallback: the two kernels round differently, so some bits differ.
   const differ = countDiff(new Int32Array(both.mma.buffer), new Int32Array(both.scalar.buffer));
@@ -136,7 +116,7 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
     const b = batchOf(spec);
     const r = runBoth(gpu, b, inputs(b.tokenIds.length, 50));
     rows.push(row(`prefill attention TC vs scalar CUDA, ${name}`, relErr(r.mma, r.scalar)));
-    rows.push(row('  worst (token, head) row', worstRow(r.mma, r.scalar), WORST_LIMIT));
+    rows.push(row('  worst (token, head) row', worst(r.mma, r.scalar), WORST_LIMIT));
   }
   return rows;
 }

@@ -12,6 +12,7 @@
 // at most 128, from -DFA_DH).
 // Tested by test/gpu/prefill-attention-check.ts against the CPU backend and the scalar kernel.
 #include "common.cuh"
+#include "mma.cuh"
 
 #ifndef FA_DH
 #define FA_DH 128
@@ -23,20 +24,6 @@ constexpr int BN = 64;       // keys per tile
 constexpr int KP = FA_DH + 8; // K row pitch (bf16): 4-word skew, conflict-free fragment loads
 constexpr int VP = BN + 8;    // V^T row pitch (bf16)
 constexpr float LOG2E = 1.4426950408889634f;
-
-__device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16);
-}
-__device__ __forceinline__ unsigned ld32(const bf16_t* p) {
-  return *reinterpret_cast<const unsigned*>(p);
-}
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(128) attention_prefill(

@@ -1,5 +1,7 @@
-// Tensor-core building blocks shared by moe.cu and fp8-gemm.cu (sm_80+): cp.async copies,
-// ldmatrix, the bf16 m16n8k16 MMA, and the SwiGLU-OAI activation of the fused gate|up epilogue.
+// Tensor-core building blocks shared by moe.cu, fp8-gemm.cu, msa-score.cu and the attention
+// kernels (sm_80+): cp.async copies, ldmatrix (plain and transposed), the bf16 m16n8k16 MMA,
+// fragment packing, and the SwiGLU-OAI activation of the fused gate|up epilogue.
+// Include after common.cuh (bf16_t, f2bf).
 #pragma once
 
 __device__ __forceinline__ float swiglu_oai(float g, float u, float alpha, float limit) {
@@ -29,4 +31,18 @@ __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/** Four transposed 8x8 bf16 matrices: B fragments from a row-major [k][n] tile. */
+__device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const void* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+/** Two floats rounded to bf16 in one 32-bit fragment register (lo in the low half). */
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16);
+}
+/** Two consecutive bf16 values as one fragment register. */
+__device__ __forceinline__ unsigned ld32(const bf16_t* p) {
+  return *reinterpret_cast<const unsigned*>(p);
 }

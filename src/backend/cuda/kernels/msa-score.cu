@@ -29,9 +29,6 @@
 namespace {
 constexpr int BM = 64, BN = 64, KP = MSA_DI + 8, TILE = BN * KP;
 
-__device__ __forceinline__ unsigned ld32(const bf16_t* p) {
-  return *reinterpret_cast<const unsigned*>(p);
-}
 /** A fragments of 16 rows (r0 = this lane's row, r1 = r0 + 8) x MSA_DI dims; absent rows 0. */
 __device__ __forceinline__ void load_a_rows(unsigned (*qa)[4], const bf16_t* q0, const bf16_t* q1,
                                             bool ok0, bool ok1, int qc) {
