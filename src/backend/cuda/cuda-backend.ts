@@ -23,14 +23,16 @@ import type { Tensor } from '../../tensor/tensor.js';
 import { attention, type PrefillAttention } from './attention-ops.js';
 import { msaSelect, type MsaScoring } from './msa-ops.js';
 import { BatchMetaStore, type CudaBatchMeta } from './batch-meta.js';
-import { CublasGemm, type GemmType } from './cublas-gemm.js';
+import { CublasGemm } from './cublas-gemm.js';
 import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
 import { CudaDevice, fmtBytes, type CudaGraph, type PinnedBuffer } from './device.js';
 import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
 import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
-import { moe, routerTopK, skinnyGemm } from './moe-ops.js';
+import { fp8Dequantize } from './fp8-ops.js';
+import { matmul } from './matmul-ops.js';
+import { moe, routerTopK } from './moe-ops.js';
 import type { OpContext } from './op-context.js';
 import { Workspace } from './workspace.js';
 import { readEnv } from '../../config/env.js';
@@ -38,7 +40,6 @@ import type { WeightUploader, WeightUploaderOptions } from '../weight-uploader.j
 import { CudaWeightUploader } from './cuda-weight-uploader.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { CudaFp8WeightOps } from './cuda-fp8-weights.js';
-import { fp8Dequantize, fp8SkinnyGemm } from './fp8-ops.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
@@ -345,61 +346,7 @@ export class CudaBackend implements Backend {
   }
 
   matmul(out: Tensor, x: Tensor, w: Tensor): void {
-    if (w instanceof CudaFp8Weight) {
-      this.matmulFp8(out, x, w);
-      return;
-    }
-    const [N, K] = w.shape as [number, number];
-    const M = numel(x.shape) / K;
-    if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
-      throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
-    const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
-    const xi = cuda(x, 'matmul.x', ['bf16', 'f32']);
-    const wi = cuda(w, 'matmul.w', ['bf16', 'f32']);
-    let xp = xi.ptr;
-    if (xi.dtype !== wi.dtype) {
-      // Mixed operands (the f32 router on bf16 activations): convert x to w's type.
-      xp = this.ctx.ws.get(`matmul.x.${wi.dtype}`, M * K * DTYPE_BYTES[wi.dtype]);
-      ew.convert(
-        this.ctx,
-        xp,
-        wi.dtype === 'f32' ? 'f' : 'b',
-        xi.ptr,
-        xi.dtype === 'f32' ? 'f' : 'b',
-        M * K,
-      );
-    }
-    const inType = wi.dtype as GemmType;
-    if (inType === 'f32' && o.dtype === 'bf16') {
-      const tmp = this.ctx.ws.get('matmul.out.f32', M * N * 4);
-      this.gemm.gemm(tmp, 'f32', xp, wi.ptr, 'f32', M, N, K);
-      ew.convert(this.ctx, o.ptr, 'b', tmp, 'f', M * N);
-      return;
-    }
-    if (
-      inType === 'bf16' &&
-      this.skinny &&
-      skinnyGemm(this.ctx, o.ptr, o.dtype === 'f32', xp, wi.ptr, M, N, K)
-    )
-      return;
-    this.gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
-  }
-
-  /**
-   * x · w^T with an FP8 weight: M ≤ 64 (decode) on the W8A16 kernel, which reads the codes
-   * once; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
-   */
-  private matmulFp8(out: Tensor, x: Tensor, w: CudaFp8Weight): void {
-    const [N, K] = w.shape as [number, number];
-    const M = numel(x.shape) / K;
-    if (w.shape.length !== 2 || !Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
-      throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
-    const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
-    const xi = cuda(x, 'matmul.x', ['bf16']);
-    if (fp8SkinnyGemm(this.ctx, o.ptr, o.dtype === 'f32', xi.ptr, w, M)) return;
-    const wb = this.ctx.ws.get('matmul.fp8.w', N * K * 2);
-    fp8Dequantize(this.ctx, wb, 'b', w);
-    this.gemm.gemm(o.ptr, o.dtype as GemmType, xi.ptr, wb, 'bf16', M, N, K);
+    matmul(this.ctx, this.gemm, out, x, w, this.skinny);
   }
 
   /** Small-M bf16 GEMMs on the tensor-core streaming kernel instead of cuBLAS (default on). */

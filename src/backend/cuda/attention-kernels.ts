@@ -1,0 +1,152 @@
+/**
+ * The attention and MSA kernels' declarations (kernels/attention*.cu, msa*.cu), one per kernel
+ * family as in kernel-table.ts, which re-exports them: launch sites and
+ * test/kernels/kernel-decls.test.ts see one table.
+ */
+import { kernel, TWO_TYPES, variants } from './kernel-decl.js';
+
+// ------------------------------------------------------------------ kernels/attention.cu
+const ATTN_DEFINES = ['ATTN_T', 'ATTN_MH', 'ATTN_MD'] as const;
+export const ATTENTION = kernel({
+  file: 'attention',
+  names: ['attention'],
+  args: {
+    out: 'ptr',
+    q: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    H: 'i32',
+    Hkv: 'i32',
+    Dh: 'i32',
+    S: 'i32',
+    scale: 'f32',
+    blocks: 'ptr',
+    topk: 'i32',
+    part: 'ptr',
+  },
+  launch: 'grid (T, Hkv, splits), block 128, dyn smem (G*Dh + 2*32*(Dh+1))*4',
+  defines: ATTN_DEFINES,
+});
+export const ATTENTION_COMBINE = kernel({
+  file: 'attention',
+  names: ['attention_combine'],
+  args: { out: 'ptr', part: 'ptr', H: 'i32', Dh: 'i32', splits: 'i32' },
+  launch: 'grid (T, H), block 128',
+  defines: ATTN_DEFINES,
+});
+
+// ------------------------------------------------------------------ kernels/attention-decode.cu
+export const ATTENTION_DECODE = kernel({
+  file: 'attention-decode',
+  names: ['attention_decode'],
+  args: {
+    out: 'ptr',
+    q: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    H: 'i32',
+    Hkv: 'i32',
+    S: 'i32',
+    scale: 'f32',
+    blocks: 'ptr',
+    topk: 'i32',
+    part: 'ptr',
+  },
+  launch: 'grid (T, Hkv, splits), block 128, dyn smem 2*64*2*(Dh+8)*2',
+  defines: ['AD_DH'],
+});
+
+// ------------------------------------------------------------------ kernels/attention-prefill.cu
+export const ATTENTION_PREFILL = kernel({
+  file: 'attention-prefill',
+  names: ['attention_prefill'],
+  args: {
+    out: 'ptr',
+    q: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    H: 'i32',
+    Hkv: 'i32',
+    S: 'i32',
+    scale: 'f32',
+  },
+  launch: 'grid (ceil(T/64), H), block 128, dyn smem (64*(Dh+8) + Dh*72)*2',
+  defines: ['FA_DH'],
+});
+
+// ------------------------------------------------------------------ kernels/msa.cu
+export const MSA_SELECT = kernel({
+  file: 'msa',
+  names: variants('msa_select_', TWO_TYPES),
+  args: {
+    out: 'ptr',
+    idxQ: 'ptr',
+    idxK: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    T: 'i32',
+    Hi: 'i32',
+    Di: 'i32',
+    S: 'i32',
+    topk: 'i32',
+    initBlocks: 'i32',
+    localBlocks: 'i32',
+  },
+  launch: 'grid (T, Hi), block 128, dyn smem for one row of block scores',
+});
+
+// ------------------------------------------------------------------ kernels/msa-score.cu
+export const MSA_BLOCK_SCORES = kernel({
+  file: 'msa-score',
+  names: ['msa_block_scores'],
+  args: {
+    scores: 'ptr',
+    idxQ: 'ptr',
+    idxK: 'ptr',
+    positions: 'ptr',
+    seqOfToken: 'ptr',
+    pageTable: 'ptr',
+    pageStride: 'i32',
+    t0: 'i32',
+    nT: 'i32',
+    Hi: 'i32',
+    S: 'i32',
+  },
+  launch: 'grid (ceil(nT/64), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2',
+  defines: ['MSA_DI'],
+});
+export const MSA_TOPK = kernel({
+  file: 'msa-score',
+  names: ['msa_topk'],
+  args: {
+    out: 'ptr',
+    scores: 'ptr',
+    positions: 'ptr',
+    pageStride: 'i32',
+    t0: 'i32',
+    nT: 'i32',
+    T: 'i32',
+    S: 'i32',
+    topk: 'i32',
+    initBlocks: 'i32',
+    localBlocks: 'i32',
+  },
+  launch: 'grid (nT, Hi), block 128, dyn smem pageStride*5',
+});

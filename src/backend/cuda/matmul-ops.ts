@@ -1,0 +1,83 @@
+/**
+ * Dense out[M, N] = x[M, K] . w[N, K]^T on the CUDA backend: small-M bf16 GEMMs on the
+ * tensor-core streaming kernel (moe-ops.ts `skinnyGemm`), FP8 weights on the W8A16 kernel
+ * (decode) or dequantized for cuBLAS (prefill), everything else on cuBLAS, with the f32 router
+ * on bf16 activations converted first.
+ */
+import { DTYPE_BYTES } from '../../tensor/dtype.js';
+import { numel, shapeStr } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import type { CublasGemm, GemmType } from './cublas-gemm.js';
+import { CudaFp8Weight } from './cuda-fp8-weight.js';
+import { cuda } from './cuda-tensor.js';
+import * as ew from './elementwise-ops.js';
+import { fp8Dequantize, fp8SkinnyGemm } from './fp8-ops.js';
+import { skinnyGemm } from './moe-ops.js';
+import type { OpContext } from './op-context.js';
+
+export function matmul(
+  ctx: OpContext,
+  gemm: CublasGemm,
+  out: Tensor,
+  x: Tensor,
+  w: Tensor,
+  skinny: boolean,
+): void {
+  if (w instanceof CudaFp8Weight) {
+    matmulFp8(ctx, gemm, out, x, w);
+    return;
+  }
+  const [N, K] = w.shape as [number, number];
+  const M = numel(x.shape) / K;
+  if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
+    throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
+  const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
+  const xi = cuda(x, 'matmul.x', ['bf16', 'f32']);
+  const wi = cuda(w, 'matmul.w', ['bf16', 'f32']);
+  let xp = xi.ptr;
+  if (xi.dtype !== wi.dtype) {
+    // Mixed operands (the f32 router on bf16 activations): convert x to w's type.
+    xp = ctx.ws.get(`matmul.x.${wi.dtype}`, M * K * DTYPE_BYTES[wi.dtype]);
+    ew.convert(
+      ctx,
+      xp,
+      wi.dtype === 'f32' ? 'f' : 'b',
+      xi.ptr,
+      xi.dtype === 'f32' ? 'f' : 'b',
+      M * K,
+    );
+  }
+  const inType = wi.dtype as GemmType;
+  if (inType === 'f32' && o.dtype === 'bf16') {
+    const tmp = ctx.ws.get('matmul.out.f32', M * N * 4);
+    gemm.gemm(tmp, 'f32', xp, wi.ptr, 'f32', M, N, K);
+    ew.convert(ctx, o.ptr, 'b', tmp, 'f', M * N);
+    return;
+  }
+  if (inType === 'bf16' && skinny && skinnyGemm(ctx, o.ptr, o.dtype === 'f32', xp, wi.ptr, M, N, K))
+    return;
+  gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
+}
+
+/**
+ * x · w^T with an FP8 weight: M ≤ 64 (decode) on the W8A16 kernel, which reads the codes
+ * once; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
+ */
+function matmulFp8(
+  ctx: OpContext,
+  gemm: CublasGemm,
+  out: Tensor,
+  x: Tensor,
+  w: CudaFp8Weight,
+): void {
+  const [N, K] = w.shape as [number, number];
+  const M = numel(x.shape) / K;
+  if (w.shape.length !== 2 || !Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
+    throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
+  const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
+  const xi = cuda(x, 'matmul.x', ['bf16']);
+  if (fp8SkinnyGemm(ctx, o.ptr, o.dtype === 'f32', xi.ptr, w, M)) return;
+  const wb = ctx.ws.get('matmul.fp8.w', N * K * 2);
+  fp8Dequantize(ctx, wb, 'b', w);
+  gemm.gemm(o.ptr, o.dtype as GemmType, xi.ptr, wb, 'bf16', M, N, K);
+}
