@@ -6,7 +6,7 @@
  * real-dimension model (3 dense + N MoE layers; the MoE layers are MSA-sparse, block 128,
  * top-16, local block forced) with random weights built on the GPU.
  *   node dist/gpu/bench/long-context-bench.js [--moe-layers 1] [--contexts 8192,32768,100000]
- *        [--chunk 0] [--reps 2] [--msa-scoring scalar|tensor-cores] [--out DIR]
+ *        [--chunk 0] [--reps 2] [--msa-scoring tensor-cores|scalar] [--out DIR]
  * Writes long-context-bench.json and long-context-bench.md under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const contexts = arg('contexts', '8192,32768,100000').split(',').map(Number);
   const chunk = Number(arg('chunk', '0'));
   const reps = Number(arg('reps', '2'));
-  const msaScoring = arg('msa-scoring', 'scalar') as MsaScoring;
+  const msaScoring = arg('msa-scoring', 'tensor-cores') as MsaScoring;
   if (msaScoring !== 'scalar' && msaScoring !== 'tensor-cores')
     throw new Error(`--msa-scoring must be scalar or tensor-cores, not ${String(msaScoring)}`);
   const gpu = await createCudaBackend({ msaScoring });

@@ -1,7 +1,7 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,golden,sampler,engine,load,fp8 (default), msa, comm, comm-procs, group]
+ *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8 (default), comm, comm-procs, group]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   process.env['CUDA_MODULE_LOADING'] ??= 'EAGER';
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
-  const only = new Set(arg('only', 'smoke,ops,golden,sampler,engine,load,fp8').split(','));
+  const only = new Set(arg('only', 'smoke,ops,msa,golden,sampler,engine,load,fp8').split(','));
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
   const result: Record<string, unknown> = {};
@@ -63,7 +63,6 @@ async function main(): Promise<void> {
     all.push(...rows);
   }
   if (only.has('msa')) {
-    // Not in the default set until it has passed on a GPU (the tensor-core MSA scoring is opt-in).
     const rows = checkMsaPrefill(cpu, gpu);
     printTable('MSA selection (tensor cores) and sparse attention at long context', rows);
     all.push(...rows);

@@ -61,9 +61,9 @@ export interface CudaBackendOptions {
    */
   readonly fp8Weights?: boolean;
   /**
-   * MSA block scoring: 'scalar' (default: kernels/msa.cu, checked on the H200) or
-   * 'tensor-cores' (kernels/msa-score.cu for bf16; not yet run on a GPU, see
-   * test/gpu/msa-prefill-check.ts, `gpu-check --only msa`).
+   * MSA block scoring for bf16: 'tensor-cores' (default: kernels/msa-score.cu, checked against
+   * the CPU in `gpu-check --only msa`) or 'scalar' (kernels/msa.cu, which f32 always uses), for
+   * comparisons.
    */
   readonly msaScoring?: MsaScoring;
 }
@@ -98,7 +98,7 @@ export class CudaBackend implements Backend {
     this.prefillAttention = o.prefillAttention ?? 'tensor-cores';
     if (!this.float32 && o.fp8Weights !== false)
       this.fp8 = new CudaFp8WeightOps(this.ctx, (s, d) => this.allocRaw(s, d));
-    this.msaScoring = o.msaScoring ?? 'scalar';
+    this.msaScoring = o.msaScoring ?? 'tensor-cores';
   }
 
   /** The dtype actually stored for a requested one. */

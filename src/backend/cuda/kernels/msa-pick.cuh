@@ -1,5 +1,4 @@
-// MSA top-k pick of msa-score.cu: the same loop as the end of msa.cu's msa_impl (which keeps its
-// GPU-checked copy until msa-score.cu has run on a GPU; then msa.cu should call this).
+// MSA top-k pick, shared by msa.cu (scalar scoring) and msa-score.cu (tensor-core scoring).
 #pragma once
 #include "common.cuh"
 

@@ -17,7 +17,7 @@
 //
 // Tested by test/gpu/msa-prefill-check.ts (`gpu-check --only msa`) against the CPU backend (ids
 // equal wherever the CPU's scores are not near-tied at the selection boundary) and msa.cu.
-// Opt-in (CudaBackendOptions.msaScoring) until that check has passed on a GPU.
+// The default for bf16 (CudaBackendOptions.msaScoring); passed on one H200 on 2026-12-02.
 #include "common.cuh"
 #include "mma.cuh"
 #include "msa-pick.cuh"

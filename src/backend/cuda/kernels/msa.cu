@@ -6,6 +6,7 @@
 // Launch: grid (T, Hidx), block 128, dynamic smem (Didx + pageStride) * 4 + pageStride bytes.
 // Tested by test/gpu/gpu-check.ts against the CPU backend.
 #include "common.cuh"
+#include "msa-pick.cuh"
 
 template <typename TQ, typename TK>
 __device__ void msa_impl(int* out, const TQ* idxQ, const TK* idxK, const int* positions,
@@ -37,28 +38,7 @@ __device__ void msa_impl(int* out, const TQ* idxQ, const TK* idxK, const int* po
     atomicMax(score + j / S, f2ord(dot));
   }
   __syncthreads();
-  if (tid >= 32) return;
-  const int lane = tid;
-  int nChosen = 0;
-  for (int b = lane; b < nb; b += 32) nChosen += chosen[b];
-  for (int o = 16; o > 0; o >>= 1) nChosen += __shfl_xor_sync(0xffffffffu, nChosen, o);
-  for (int r = nChosen; r < topk; r++) {
-    int best = (-2147483647 - 1), bi = 0x7fffffff;
-    for (int b = lane; b < nb; b += 32)
-      if (!chosen[b] && score[b] > best) { best = score[b]; bi = b; }
-    for (int o = 16; o > 0; o >>= 1) {
-      const int ob = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
-    }
-    if (lane == 0 && bi != 0x7fffffff) chosen[bi] = 1;
-    __syncwarp();
-  }
-  if (lane == 0) {
-    int n = 0;
-    for (int b = 0; b < nb && n < topk; b++) if (chosen[b]) dst[n++] = b;
-    for (; n < topk; n++) dst[n] = -1;
-  }
+  if (tid < 32) msa_pick(dst, score, chosen, nb, topk, tid);
 }
 
 #define MSA(S_, TQ, TK)                                                                        \
