@@ -19,17 +19,16 @@
  * dummy model's byte tokenizer shows every id past 255 as `<id>`, so each token is text).
  * Tokens per SSE event and the lower bound on one-token events come from the stream itself.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { BenchRequest } from '../src/bench/bench-dataset.js';
 import type { BenchMetrics } from '../src/bench/bench-metrics.js';
 import { runBenchmark } from '../src/bench/bench-runner.js';
 import { SeededRng } from '../src/bench/seeded-rng.js';
 import { PRESETS, withNumLayers } from '../src/model/weights/random-presets.js';
+import { runNode, startServer } from './serve-process.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url)); // dist/gpu/bench
 // The CLI of `npm run build` (dist/cli): dist/gpu has no package.json beside it for /version.
@@ -57,64 +56,6 @@ interface Row {
   oneTokenEventsMin: number;
   outputTokPerS: number;
   ttftP50: number;
-}
-
-/** Runs a node script to completion, its output passed through; rejects on a non-zero exit. */
-function runNode(args: string[], label: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`${label} exited with code ${code}`)),
-    );
-  });
-}
-
-interface Server {
-  readonly url: string;
-  readonly loadLine: string;
-  stop(): Promise<void>;
-}
-
-/** Starts `moeserve serve` on a free port; resolves once it prints its URL. */
-function startServer(
-  dir: string,
-  maxSeqs: number,
-  maxLen: number,
-  extra: string[],
-): Promise<Server> {
-  const args = [CLI, 'serve', '--model', dir, '--load-format', 'dummy'];
-  args.push('--port', '0', '--served-model-name', 'bench', '--max-num-seqs', String(maxSeqs));
-  args.push('--max-model-len', String(maxLen), ...extra);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let loadLine = '';
-  createInterface({ input: child.stderr! }).on('line', (l) => {
-    if (l.startsWith('loaded ')) loadLine = l;
-    process.stderr.write(`[serve] ${l}\n`);
-  });
-  return new Promise((resolve, reject) => {
-    const fail = (why: string) => reject(new Error(`server did not start: ${why}`));
-    child.on('exit', (code) => fail(`exited with code ${code}`));
-    child.on('error', (e) => fail(e.message));
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      process.stderr.write(`[serve] ${l}\n`);
-      const m = /serving \S+ at (http:\/\/\S+)\/v1/.exec(l);
-      if (m) resolve({ url: m[1]!, loadLine, stop: () => stop(child) });
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.removeAllListeners('exit');
-    child.on('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 /** Prompts of exactly `len` byte tokens (random lowercase letters, distinct per prompt). */
@@ -171,7 +112,7 @@ async function benchModel(
   writeFileSync(join(dir, 'config.json'), JSON.stringify(raw, null, 2));
   const graph = o.backend === 'cuda' ? await graphSteps(dir, numMoe, o) : [];
   const maxLen = o.inputLen + o.outputLen + 64;
-  const server = await startServer(dir, Math.max(...o.conc), maxLen, [
+  const server = await startServer(CLI, dir, Math.max(...o.conc), maxLen, [
     '--backend',
     o.backend,
     ...o.serveArgs,
