@@ -61,7 +61,13 @@ export function routerTopKRows(
   }
 }
 
-/** Routed experts: tokens grouped per expert, two matmuls per expert, weighted scatter-add. */
+/**
+ * Routed experts: the (token, slot) entries grouped by expert (expert order, then entry
+ * order) and their token rows gathered into one [R, D] block; every expert's gate|up matmul
+ * in one pool job, one SwiGLU over all R rows, every down matmul in one job; then the
+ * weighted scatter-add in entry order (float64 per update, as before). Per-row results do
+ * not depend on how rows are grouped or split, so this equals one expert at a time bit for bit.
+ */
 export function moeRows(
   out: Float32Array,
   x: Float32Array,
@@ -76,30 +82,41 @@ export function moeRows(
   k: CpuKernels,
 ): void {
   const width = ids.length / (x.length / D);
-  const perExpert: number[][] = Array.from({ length: ew.numLocalExperts }, () => []);
+  const E = ew.numLocalExperts;
+  const count = new Int32Array(E + 1);
   for (let r = 0; r < ids.length; r++) {
     const local = ids[r]! - ew.firstExpert;
-    if (local >= 0 && local < ew.numLocalExperts) perExpert[local]!.push(r);
+    if (local >= 0 && local < E) count[local + 1]!++;
   }
+  for (let e = 0; e < E; e++) count[e + 1]! += count[e]!; // count[e]: expert e's first entry
+  const R = count[E]!;
   out.fill(0);
-  perExpert.forEach((entries, e) => {
-    const n = entries.length;
-    if (n === 0) return;
-    const xs = k.heap.f32(n * D);
-    entries.forEach((r, i) =>
-      xs.set(x.subarray(Math.floor(r / width) * D, Math.floor(r / width) * D + D), i * D),
-    );
-    const gu = k.heap.f32(n * 2 * I);
-    k.matmul(gu, xs, gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), n, 2 * I, D);
-    const act = k.heap.f32(n * I);
-    k.swiglu(act, gu, I, o.alpha, o.limit);
-    const y = k.heap.f32(n * D);
-    k.matmul(y, act, down.subarray(e * D * I, (e + 1) * D * I), n, D, I);
-    entries.forEach((r, i) => {
-      const w = weights[r]!;
-      const t0 = Math.floor(r / width) * D;
-      for (let d = 0; d < D; d++) out[t0 + d] = out[t0 + d]! + w * y[i * D + d]!;
-    });
-    for (const a of [xs, gu, act, y]) k.heap.free(a);
-  });
+  if (R === 0) return;
+  const tok = k.heap.i32(R); // [R] token row of each entry
+  const wt = k.heap.f32(R); // [R] its routing weight
+  const fill = count.slice(0, E);
+  for (let r = 0; r < ids.length; r++) {
+    const local = ids[r]! - ew.firstExpert;
+    if (local < 0 || local >= E) continue;
+    const at = fill[local]!++;
+    tok[at] = Math.floor(r / width);
+    wt[at] = weights[r]!;
+  }
+  const xs = k.heap.f32(R * D); // [R, D]
+  k.gatherRows(xs, x, tok, D);
+  const gu = k.heap.f32(R * 2 * I); // [R, 2I]
+  const act = k.heap.f32(R * I); // [R, I]
+  const y = k.heap.f32(R * D); // [R, D]
+  const experts = Array.from({ length: E }, (_, e) => e).filter((e) => count[e + 1]! > count[e]!);
+  const rows = (a: Float32Array, e: number, n: number): Float32Array =>
+    a.subarray(count[e]! * n, count[e + 1]! * n);
+  // prettier-ignore
+  k.matmuls(experts.map((e) => ({ out: rows(gu, e, 2 * I), x: rows(xs, e, D),
+    w: gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), M: count[e + 1]! - count[e]! })), 2 * I, D);
+  k.swiglu(act, gu, I, o.alpha, o.limit);
+  // prettier-ignore
+  k.matmuls(experts.map((e) => ({ out: rows(y, e, D), x: rows(act, e, I),
+    w: down.subarray(e * D * I, (e + 1) * D * I), M: count[e + 1]! - count[e]! })), D, I);
+  k.scatterAdd(out, y, tok, wt, D);
+  for (const a of [tok, wt, xs, gu, act, y]) k.heap.free(a);
 }

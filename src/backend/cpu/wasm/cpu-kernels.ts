@@ -1,7 +1,7 @@
 import type { MsaOptions } from '../../backend.js';
 import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
 import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
-import { matmulF32, panelRows } from '../ops/matmul.js';
+import { matmulF32 } from '../ops/matmul.js';
 import { swigluOaiRows } from '../ops/moe.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
 import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
@@ -15,6 +15,7 @@ import {
   MATMUL_WASM_BASE64,
   ROWOPS_WASM_BASE64,
 } from './kernels-wasm.js';
+import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
 import { wasm } from './wasm-api.js';
@@ -33,7 +34,7 @@ function compile(b64: string): object {
 
 // prettier-ignore
 const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
-  'rms_norm', 'add_rms_norm', 'add', 'swiglu'] as const;
+  'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
@@ -44,8 +45,6 @@ const CHUNKS_PER_THREAD = 4;
  * all sleep): waking one costs ~50–200 µs here, more than such a job takes on one thread.
  */
 const MIN_WAKE_FLOPS = 4_000_000;
-/** Bytes of packed weights per cache panel (the columns one pass over x's rows reuses). */
-const PACKED_PANEL_BYTES = 128 * 1024;
 
 export interface CpuKernelsOptions {
   /** Threads the kernels use, the caller's included (default 1). */
@@ -126,44 +125,68 @@ export class CpuKernels {
     N: number,
     K: number,
   ): void {
+    this.matmuls([{ out, x, w, M }], N, K);
+  }
+
+  /**
+   * Several matmuls of one [N, K] weight shape (the experts of a MoE layer) in one pool job:
+   * each is cut into chunks as its share of the job's flops asks, so threads work on
+   * different matmuls at once. Every output is what `matmul` alone computes.
+   */
+  matmuls(list: readonly MatmulJob[], N: number, K: number): void {
     const h = this.heap;
-    const wd = w instanceof PackedPanels ? w.data : w;
-    if (K % 4 !== 0 || !h.owns(out) || !h.owns(x) || !h.owns(wd)) {
-      const wf = w instanceof PackedPanels ? unpackPanels(w, N, K) : w;
-      matmulF32(out, x, wf instanceof Uint16Array ? widenBf16(wf) : wf, M, N, K);
-      return;
-    }
-    const packed = w instanceof PackedPanels;
-    if (packed && N % 8 !== 0) throw new Error(`matmul: packed weights need N % 8 = 0, got ${N}`);
-    const bf16 = wd instanceof Uint16Array;
-    const fn = packed
-      ? bf16
-        ? 'matmul_packed_bf16'
-        : 'matmul_packed'
-      : bf16
-        ? 'matmul_bf16'
-        : 'matmul';
-    const wb = wd.BYTES_PER_ELEMENT; // weight bytes per element
-    const tile = packed ? 8 : 4; // columns of a kernel tile: chunks cut between tiles
-    const P = packed ? Math.max(8, Math.floor(PACKED_PANEL_BYTES / (wb * K)) & ~7) : panelRows(K);
-    const [o, xp, wp] = [out.byteOffset, x.byteOffset, wd.byteOffset];
-    const flops = 2 * M * N * K;
-    const n = this.chunksFor(flops);
+    const wasmOk = (j: MatmulJob): boolean =>
+      K % 4 === 0 &&
+      h.owns(j.out) &&
+      h.owns(j.x) &&
+      h.owns(j.w instanceof PackedPanels ? j.w.data : j.w);
+    const flops = list.reduce((a, j) => a + 2 * j.M * N * K, 0);
+    const total = this.chunksFor(flops);
     const rows: Row[] = [];
-    if (n > 1 && N >= 4 * tile * n) {
-      const chunk = Math.ceil(N / n / tile) * tile; // column slices of whole tiles
-      for (let j0 = 0; j0 < N; j0 += chunk) {
-        const c = Math.min(chunk, N - j0);
-        rows.push([fn, o + 4 * j0, xp, wp + wb * j0 * K, M, c, K, P, N]);
+    for (const j of list) {
+      if (j.M === 0) continue;
+      if (!wasmOk(j)) {
+        const wf = j.w instanceof PackedPanels ? unpackPanels(j.w, N, K) : j.w;
+        matmulF32(j.out, j.x, wf instanceof Uint16Array ? widenBf16(wf) : wf, j.M, N, K);
+        continue;
       }
-    } else {
-      const chunk = Math.ceil(M / n);
-      for (let i0 = 0; i0 < M; i0 += chunk) {
-        const m = Math.min(chunk, M - i0);
-        rows.push([fn, o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N]);
-      }
+      const share = Math.max(1, Math.round((total * 2 * j.M * N * K) / Math.max(1, flops)));
+      rows.push(...matmulChunks(j, N, K, share));
     }
     this.pool.run(rows, flops >= this.minWakeFlops);
+  }
+
+  /** dst row i = src row rows[i] (rows of `width` values), on the caller. */
+  gatherRows(dst: Float32Array, src: Float32Array, rows: Int32Array, width: number): void {
+    if (!this.rowsInHeap([dst, src], width) || !this.heap.owns(rows)) {
+      rows.forEach((r, i) => dst.set(src.subarray(r * width, r * width + width), i * width));
+      return;
+    }
+    // prettier-ignore
+    this.pool.run([['gather_rows', dst.byteOffset, src.byteOffset, rows.byteOffset, rows.length, 4 * width]], false);
+  }
+
+  /**
+   * out row rows[i] += w[i] · y row i for i in order, each update in float64 rounded once to
+   * float32 (the same bits in WASM and JS), on the caller (entries of a token stay in order).
+   */
+  scatterAdd(
+    out: Float32Array,
+    y: Float32Array,
+    rows: Int32Array,
+    w: Float32Array,
+    width: number,
+  ): void {
+    const inHeap = this.rowsInHeap([out, y, w], width) && this.heap.owns(rows);
+    if (!inHeap || width % 2 !== 0) {
+      rows.forEach((r, i) => {
+        for (let d = 0; d < width; d++)
+          out[r * width + d] = out[r * width + d]! + w[i]! * y[i * width + d]!;
+      });
+      return;
+    }
+    // prettier-ignore
+    this.pool.run([['scatter_add', out.byteOffset, y.byteOffset, rows.byteOffset, w.byteOffset, rows.length, 4 * width]], false);
   }
 
   /** Paged causal GQA attention (dense, or over `a.blocks`); see Backend.attention. */

@@ -1,6 +1,7 @@
 ;; Per-row float32 ops of a step in 128-bit SIMD, on rows [r0, r1) (the thread pool cuts a step's
 ;; rows into chunks; each row is computed the same way in any chunk, so results do not depend
-;; on the thread count): Gemma RMSNorm, residual add + RMSNorm, SwiGLU-OAI, elementwise add.
+;; on the thread count): Gemma RMSNorm, residual add + RMSNorm, SwiGLU-OAI, elementwise add;
+;; and the MoE's row gather and weighted scatter-add.
 ;; Row widths must be multiples of 4; pointers are byte offsets into the shared memory; an
 ;; output may be its input. The float64 JS kernels in ../ops are the reference (float32
 ;; rounding apart). Tested by src/backend/cpu/wasm/wasm-rowops.test.ts.
@@ -150,5 +151,51 @@
             (local.set $i (i32.add (local.get $i) (i32.const 16)))
             (br $next)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+;; MoE gather: dst row i = src row rows[i] for i in [0, n); rows i32 [n], rows of n4 bytes.
+  (func (export "gather_rows") (param $dst i32) (param $src i32) (param $rows i32) (param $n i32) (param $n4 i32)
+    (local $i i32) (local $j i32) (local $sp i32) (local $dp i32)
+    (local.set $dp (local.get $dst))
+    (block $rows_done
+      (loop $row
+        (br_if $rows_done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $sp (i32.add (local.get $src) (i32.mul (local.get $n4)
+          (i32.load (i32.add (local.get $rows) (i32.shl (local.get $i) (i32.const 2)))))))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+            (v128.store (i32.add (local.get $dp) (local.get $j)) (v128.load (i32.add (local.get $sp) (local.get $j))))
+            (local.set $j (i32.add (local.get $j) (i32.const 16)))
+            (br $next)))
+        (local.set $dp (i32.add (local.get $dp) (local.get $n4)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $row))))
+
+  ;; MoE combine: out row rows[i] += w[i] · y row i, for i = 0, 1, .. n-1 in that order (entries
+  ;; of one token keep their order). Each update is the JS reference's arithmetic exactly: the
+  ;; product and the sum in float64 (f32·f32 is exact there), rounded once to float32. Two
+  ;; lanes at a time; rows of n4 bytes (a multiple of 8).
+  (func (export "scatter_add") (param $out i32) (param $y i32) (param $rows i32) (param $w i32) (param $n i32) (param $n4 i32)
+    (local $i i32) (local $j i32) (local $op i32) (local $yp i32) (local $wv v128)
+    (local.set $yp (local.get $y))
+    (block $rows_done
+      (loop $row
+        (br_if $rows_done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $op (i32.add (local.get $out) (i32.mul (local.get $n4)
+          (i32.load (i32.add (local.get $rows) (i32.shl (local.get $i) (i32.const 2)))))))
+        (local.set $wv (f64x2.splat (f64.promote_f32 (f32.load (i32.add (local.get $w) (i32.shl (local.get $i) (i32.const 2)))))))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+            (v128.store64_lane 0 (i32.add (local.get $op) (local.get $j))
+              (f32x4.demote_f64x2_zero (f64x2.add
+                (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $op) (local.get $j))))
+                (f64x2.mul (local.get $wv) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $yp) (local.get $j))))))))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $next)))
+        (local.set $yp (i32.add (local.get $yp) (local.get $n4)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $row))))
 )

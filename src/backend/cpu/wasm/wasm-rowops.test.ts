@@ -103,4 +103,27 @@ describe('row kernels (rowops.wat)', () => {
     k.close();
     expect(Array.from(a)).toEqual(Array.from(want));
   });
+
+  it('MoE gather and weighted scatter-add: the JS reference bit for bit (float64 updates, entry order)', () => {
+    const [T, D, R] = [9, 24, 20];
+    const k = new CpuKernels({ threads: 2, minParallelFlops: 0 });
+    const x = filled(k, T * D, 9);
+    const y = filled(k, R * D, 10, 3);
+    const w = filled(k, R, 11);
+    const rows = k.heap.i32(R);
+    for (let i = 0; i < R; i++) rows[i] = (i * 5) % T; // tokens repeat: updates of one row chain
+    const xs = k.heap.f32(R * D);
+    k.gatherRows(xs, x, rows, D);
+    const out = filled(k, T * D, 12);
+    const want = out.slice();
+    rows.forEach((r, i) => {
+      expect(Array.from(xs.subarray(i * D, i * D + D))).toEqual(
+        Array.from(x.subarray(r * D, r * D + D)),
+      );
+      for (let d = 0; d < D; d++) want[r * D + d] = want[r * D + d]! + w[i]! * y[i * D + d]!;
+    });
+    k.scatterAdd(out, y, rows, w, D);
+    k.close();
+    expect(Array.from(out)).toEqual(Array.from(want));
+  });
 });
