@@ -48,7 +48,9 @@ export function bf16Variant(text) {
 
 /**
  * The bf16 variant of matmul-packed.wat: a block's 8 weights of one k are 16 bytes of bf16
- * bits, loaded once and widened exactly to two f32x4 (zero-extend to 32 bits, shift left 16);
+ * bits, stored c0 c4 c1 c5 c2 c6 c3 c7 (packed-panels.ts), loaded once and widened exactly
+ * to two f32x4 in two instructions: the 32-bit lanes shifted left 16 are columns 0..3, the
+ * lanes with their low halves masked off columns 4..7;
  * the arithmetic, and so every result bit, is the f32 kernel's on the widened weights.
  * Exported as "matmul_packed_bf16".
  */
@@ -59,11 +61,11 @@ export function packedBf16Variant(text) {
       /\(local\.set \$lo(\d?) \(v128\.load(?: offset=(\d+))? \(local\.get \$(wk\d?)\)\)\) ;; W lo/g,
       (_, n, off, wk) =>
         `(local.set $hi${n} (v128.load${off ? ` offset=${Number(off) / 2}` : ''} (local.get $${wk})))\n` +
-        `        (local.set $lo${n} (i32x4.shl (i32x4.extend_low_i16x8_u (local.get $hi${n})) (i32.const 16)))`,
+        `        (local.set $lo${n} (i32x4.shl (local.get $hi${n}) (i32.const 16)))`,
     ],
     [
       /\(local\.set \$hi(\d?) \(v128\.load offset=\d+ \(local\.get \$wk\d?\)\)\) ;; W hi/g,
-      '(local.set $$hi$1 (i32x4.shl (i32x4.extend_high_i16x8_u (local.get $$hi$1)) (i32.const 16)))',
+      '(local.set $$hi$1 (v128.and (local.get $$hi$1) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))',
     ],
     [
       /\(local\.set \$KW \(local\.get \$K4\)\)/,

@@ -1,7 +1,8 @@
 ;; out[M, N] = x[M, K] · w[N, K]^T in float32 with 128-bit SIMD, w packed in panels of 8
 ;; columns: element (n, k) at (floor(n/8)·K + k)·8 + n mod 8 (so the 8 weights of one k are 32
 ;; contiguous bytes; the packed-bf16 variant, derived by scripts/assemble-wat.mjs, reads them as
-;; 16 bytes of bf16 and widens them exactly). N must be a multiple of 8.
+;; 16 bytes of bf16, interleaved c0 c4 c1 c5 c2 c6 c3 c7, and widens them exactly with one
+;; shift and one mask). N must be a multiple of 8.
 ;; Register-blocked: 4 rows × 8 columns per tile (8 accumulators, 2 weight vectors, 1 broadcast
 ;; x value: 11 of the 16 vector registers V8 uses on x64; no FMA in WASM SIMD 128, so a
 ;; multiply and an add). Every output element is the same sequential float32 sum over k,
