@@ -27,33 +27,15 @@
 // weights, and quantize codes/scales against quantizeRows.
 #include "common.cuh"
 #include "mma.cuh"
+#include "fp8.cuh"
 
 #define F8_BK 128
 #define F8_PITCH (F8_BK + 8)
 #define F8_STAGES 4
 
-/** E4M3 (fn: no infinities, 0x7f/0xff NaN) -> f32, exact. */
-__device__ __forceinline__ float e4m3_to_f32(unsigned b) {
-  const unsigned em = b & 0x7fu;
-  float v = em >= 8u ? __uint_as_float((em + (120u << 3)) << 20) : (float)em * 0.001953125f;
-  if (em == 0x7fu) v = __uint_as_float(0x7fc00000u);
-  return __uint_as_float(__float_as_uint(v) | ((b & 0x80u) << 24));
-}
-/** UE8M0 -> 2^(s-127); 255 is NaN. */
-__device__ __forceinline__ float e8m0_to_f32(unsigned s) {
-  if (s == 255u) return __uint_as_float(0x7fc00000u);
-  return s == 0u ? __uint_as_float(0x00400000u) : __uint_as_float(s << 23);
-}
 __device__ __forceinline__ float fp8_scale(const void* S, long long i, bool mx) {
   return mx ? e8m0_to_f32(reinterpret_cast<const unsigned char*>(S)[i])
             : reinterpret_cast<const float*>(S)[i];
-}
-/** 4 codes (one 32-bit word) -> 4 bf16 (2 words), times `mul`. */
-__device__ __forceinline__ void widen4(unsigned w, float mul, unsigned* out) {
-  const float a = e4m3_to_f32(w & 0xffu) * mul, b = e4m3_to_f32((w >> 8) & 0xffu) * mul;
-  const float c = e4m3_to_f32((w >> 16) & 0xffu) * mul, d = e4m3_to_f32(w >> 24) * mul;
-  out[0] = (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16);
-  out[1] = (unsigned)f2bf(c) | ((unsigned)f2bf(d) << 16);
 }
 
 enum Fp8Mode { F8_GU = 0, F8_DOWN = 1, F8_PLAIN_B = 2, F8_PLAIN_F = 3 };
@@ -329,8 +311,6 @@ extern "C" __global__ void __launch_bounds__(256) fp8_quantize_blk_b(unsigned ch
   for (int i = threadIdx.x; i < kn * rn; i += blockDim.x) {
     const long long idx = (long long)(r0 + i / kn) * K + k0 + i % kn;
     const float q = __fdiv_rn(bf2f(w[idx]), scale);
-    unsigned short pair;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.f), "f"(q));
-    codes[idx] = (unsigned char)(pair & 0xffu);
+    codes[idx] = f32_to_e4m3(q);
   }
 }
