@@ -69,8 +69,13 @@ export interface Backend {
   add(out: Tensor, a: Tensor, b: Tensor): void;
   /** In-place partial NeoX RoPE on x [T, nHeads*Dh]: pairs (i, i + rotaryDim/2), i < rotaryDim/2. */
   rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void;
-  /** Scatters x [T, W] into cache [P, S, W] at each token's slot. */
-  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void;
+  /**
+   * Scatters x [T, W] into cache [P, S, W] at each token's slot, rounded to the cache's dtype.
+   * An `f8e4m3` cache (--kv-cache-dtype fp8) stores E4M3(x / scale) (f32 division, round to
+   * nearest even, saturating at ±448, as vLLM) and means code × scale; a backend may keep that
+   * value instead of the code (the CPU does, in f32). Other caches take scale 1 only.
+   */
+  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale?: number): void;
   /**
    * Causal GQA attention of q [T, H*Dh] over the paged caches k, v [P, S, Hkv*Dh] (this step's
    * K/V already written). With `blocks` [Hkv, T, topk] (i32, −1 = unused) each KV group only
@@ -84,7 +89,10 @@ export interface Backend {
     meta: BatchMeta,
     o: AttentionOptions,
   ): void;
-  /** MSA block selection: out [Hkv, T, topk] i32 from idxQ [T, Hidx*Didx] and idxK cache [P, S, Didx]. */
+  /**
+   * MSA block selection: out [Hkv, T, topk] i32 from idxQ [T, Hidx*Didx] and idxK cache
+   * [P, S, Didx] (bf16, or f8e4m3 written with scale 1).
+   */
   msaSelect(out: Tensor, idxQ: Tensor, idxK: Tensor, meta: BatchMeta, o: MsaOptions): void;
   /** SwiGLU-OAI on gate|up halves: gu [M, 2I] -> out [M, I]. */
   swigluOai(out: Tensor, gateUp: Tensor, alpha: number, limit: number): void;
@@ -140,6 +148,9 @@ export interface AttentionOptions {
   readonly numKvHeads: number;
   readonly headDim: number;
   readonly scale: number;
+  /** The scales k and v were written with (writeCache), for f8e4m3 caches; default 1. */
+  readonly kScale?: number;
+  readonly vScale?: number;
   /** MSA: [Hkv, T, topk] selected block ids, or null for dense causal attention. */
   readonly blocks: Tensor | null;
 }

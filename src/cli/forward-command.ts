@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { runForward } from '../model/run-forward.js';
 import { requireString, UsageError, type Command } from './command.js';
+import { KV_CACHE_OPTIONS, kvCacheDtypeOption } from './kv-cache-options.js';
 import { LOAD_OPTIONS, loadFormatOption, quantizationOption } from './load-options.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
@@ -31,6 +32,7 @@ export const forwardCommand: Command = {
       description: 'run the shared expert as routed expert id E (seed 002)',
     },
     ...LOAD_OPTIONS,
+    ...KV_CACHE_OPTIONS,
     ...PARALLEL_OPTIONS,
   },
   async run(values) {
@@ -40,6 +42,7 @@ export const forwardCommand: Command = {
       fuseSharedExperts: values['fuse-shared-experts'] === true,
       loadFormat: loadFormatOption(values),
       quantization: quantizationOption(values),
+      kvCacheDtype: kvCacheDtypeOption(values),
     });
     if (!opened) return; // another host's ranks of a multi-host job
     const ids = parseIds(requireString(values, 'ids'));

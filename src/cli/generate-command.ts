@@ -3,6 +3,7 @@ import { generateTokens } from '../model/generate.js';
 import { OPENAI_SAMPLING_DEFAULTS } from '../server/server-options.js';
 import { intOption, numberOption, requireString, UsageError, type Command } from './command.js';
 import { parseIds } from './forward-command.js';
+import { KV_CACHE_OPTIONS, kvCacheDtypeOption } from './kv-cache-options.js';
 import { LOAD_OPTIONS, loadFormatOption, quantizationOption } from './load-options.js';
 import { openModel, PARALLEL_OPTIONS, withModel } from './parallel-options.js';
 
@@ -43,6 +44,7 @@ export const generateCommand: Command = {
     backend: { type: 'string', default: 'cpu', description: 'cpu or cuda' },
     json: { type: 'boolean', description: 'print {"ids": [...], "time_ms": ...} as JSON' },
     ...LOAD_OPTIONS,
+    ...KV_CACHE_OPTIONS,
     ...PARALLEL_OPTIONS,
   },
   async run(values) {
@@ -53,6 +55,7 @@ export const generateCommand: Command = {
       fuseSharedExperts: false,
       loadFormat: loadFormatOption(values),
       quantization: quantizationOption(values),
+      kvCacheDtype: kvCacheDtypeOption(values),
     });
     if (!opened) return; // another host's ranks of a multi-host job
     await withModel(opened, async (model) => {

@@ -1,3 +1,4 @@
+import type { KvCacheDtype } from '../model/minimax-m3/kv-cache.js';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { ForwardModel } from '../model/forward-model.js';
@@ -108,6 +109,7 @@ export interface ModelCommandOptions {
   readonly fuseSharedExperts: boolean;
   readonly loadFormat?: LoadFormat;
   readonly quantization?: Quantization | null;
+  readonly kvCacheDtype?: KvCacheDtype;
 }
 
 /** A model for one rank or, with --tp > 1, rank 0 of a launched group; `close` ends it. */
@@ -151,6 +153,7 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
     fuseSharedExperts: m.fuseSharedExperts,
     ...(m.loadFormat && { loadFormat: m.loadFormat }),
     quantization: m.quantization ?? null,
+    ...(m.kvCacheDtype && { kvCacheDtype: m.kvCacheDtype }),
     cpuThreads: cpuThreadsFrom(values, tp),
     ...(typeof traceDir === 'string' && traceDir !== ''
       ? { allReduceTrace: { dir: resolve(traceDir), variant } }
@@ -249,6 +252,7 @@ export async function openModel(
       allReduceTrace: spec.allReduceTrace,
       ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
       quantization: spec.quantization ?? null,
+      ...(spec.kvCacheDtype && { kvCacheDtype: spec.kvCacheDtype }),
       progress: stderrLoadProgress(),
     });
     return { model, close: async () => {}, abort: async () => {} };

@@ -1,3 +1,5 @@
+import type { KvCacheDtype } from '../model/minimax-m3/kv-cache.js';
+import { KV_CACHE_OPTIONS, kvCacheDtypeOption } from './kv-cache-options.js';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { homedir } from 'node:os';
@@ -63,6 +65,8 @@ export interface EngineFactoryOptions {
   readonly loadFormat?: LoadFormat;
   /** `--quantization` (null: weights as stored). */
   readonly quantization?: Quantization | null;
+  /** `--kv-cache-dtype` resolved (default bf16). */
+  readonly kvCacheDtype?: KvCacheDtype;
   /** Load progress and summary (the serve command shows them on stderr). */
   readonly progress?: LoadProgress;
   /** No tokenizer.json is expected: bytes are token ids, without the missing-file warning. */
@@ -121,6 +125,7 @@ export async function createEngineFromModelDir(
         backend: await createBackend(o.backend, { cpuThreads: o.cpuThreads }),
         ...(o.loadFormat && { loadFormat: o.loadFormat }),
         quantization: o.quantization ?? null,
+        ...(o.kvCacheDtype && { kvCacheDtype: o.kvCacheDtype }),
         ...(o.progress && { progress: o.progress }),
       }),
       {
@@ -316,6 +321,7 @@ export const serveCommand: Command = {
     },
     'log-requests': { type: 'boolean', description: 'log every request (JSON lines)' },
     ...LOAD_OPTIONS,
+    ...KV_CACHE_OPTIONS,
     'skip-tokenizer-init': {
       type: 'boolean',
       description: 'serve without tokenizer.json (bytes as token ids), with no warning',
@@ -335,11 +341,12 @@ export const serveCommand: Command = {
     const maxModelLen = optionalInt(values, 'max-model-len');
     const loadFormat = loadFormatOption(values);
     const quantization = quantizationOption(values);
+    const kvCacheDtype = kvCacheDtypeOption(values);
     // --tp > 1: this process is rank 0 and drives the worker ranks; on another host
     // (--node-rank > 0) it only supervises that host's ranks until the group ends.
     const dist = await openDistributedRunner(
       values,
-      { modelDir: dir, backend, fuseSharedExperts: false, loadFormat, quantization },
+      { modelDir: dir, backend, fuseSharedExperts: false, loadFormat, quantization, kvCacheDtype },
       {
         ...(numPages !== undefined && { numPages }),
         ...(maxModelLen !== undefined && { maxModelLen }),
@@ -356,6 +363,7 @@ export const serveCommand: Command = {
       maxRequestShare: requestShare(values),
       loadFormat,
       quantization,
+      kvCacheDtype,
       progress: stderrLoadProgress(),
       skipTokenizerInit: values['skip-tokenizer-init'] === true,
       enforceEager: values['enforce-eager'] === true,

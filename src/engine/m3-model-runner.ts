@@ -4,9 +4,10 @@ import type { ForwardBatch } from '../backend/forward-batch.js';
 import type { ForwardModel } from '../model/forward-model.js';
 import {
   defaultPageSize,
-  KV_DTYPE,
   kvBytesPerPage,
+  kvTensorDtype,
   type KvCache,
+  type KvCacheDtype,
 } from '../model/minimax-m3/kv-cache.js';
 import type { ParallelLayout } from '../parallel/parallel-layout.js';
 import { DTYPE_BYTES } from '../tensor/dtype.js';
@@ -32,6 +33,8 @@ export interface M3RunnerOptions {
 export interface RunnerModel extends ForwardModel {
   readonly backend: Backend;
   readonly layout: ParallelLayout;
+  /** What `allocKv` stores (`--kv-cache-dtype`), for sizing the pool before allocating it. */
+  readonly kvCacheDtype: KvCacheDtype;
   close?(): Promise<void>;
 }
 
@@ -56,7 +59,8 @@ export class M3ModelRunner implements ModelRunner {
   ) {
     const cfg = model.cfg;
     this.pageSize = defaultPageSize(cfg);
-    const elemBytes = DTYPE_BYTES[model.backend.storageDtype(KV_DTYPE)];
+    const kvDtype = model.backend.storageDtype(kvTensorDtype(model.kvCacheDtype));
+    const elemBytes = DTYPE_BYTES[kvDtype];
     const perPage = kvBytesPerPage(cfg, model.layout, this.pageSize, elemBytes);
     this.numPages = o.numPages ?? this.defaultPages(perPage, o);
     this.kv = model.allocKv(this.numPages, this.pageSize);
@@ -67,7 +71,6 @@ export class M3ModelRunner implements ModelRunner {
     this.maxModelLen = Math.min(o.maxModelLen ?? cfg.maxPositionEmbeddings, capacity);
     this.eosTokenIds = cfg.eosTokenIds;
     const weights = (model as { weights?: ModelWeights }).weights;
-    const kvDtype = model.backend.storageDtype(KV_DTYPE);
     this.memory = {
       weightBytes: weights ? weightBytesByDtype(weights, model.backend) : {},
       kvCacheBytes: { [dtypeName(kvDtype)]: this.numPages * perPage },

@@ -1,3 +1,4 @@
+import type { KvCacheDtype } from './minimax-m3/kv-cache.js';
 import type { Backend } from '../backend/backend.js';
 import { loadModelConfig, type ModelConfig } from '../config/model-config.js';
 import { planAllReducePlacement, type AllReduceFusion } from '../parallel/allreduce-placement.js';
@@ -35,6 +36,8 @@ export interface LoadModelOptions {
   readonly progress?: LoadProgress;
   /** vLLM's `--quantization`: `fp8` quantizes a bf16 checkpoint's linears at load (default none). */
   readonly quantization?: Quantization | null;
+  /** vLLM's `--kv-cache-dtype`, resolved (default bf16). */
+  readonly kvCacheDtype?: KvCacheDtype;
 }
 
 export interface LoadedModel {
@@ -64,6 +67,7 @@ export async function loadModelWithStats(dir: string, o: LoadModelOptions): Prom
       layout: parallel,
       placement: planAllReducePlacement(config, parallel, o.allReduceFusion ?? 'dense'),
       trace: o.allReduceTrace && new AllReduceTrace(o.allReduceTrace, comm.rank),
+      kvCacheDtype: o.kvCacheDtype ?? 'bf16',
     });
     return { model, stats };
   } finally {

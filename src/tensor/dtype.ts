@@ -50,3 +50,31 @@ export const F8E4M3_TABLE: Float32Array = (() => {
   }
   return t;
 })();
+
+const E4M3_MAX = 448;
+
+/**
+ * float32 -> float8 e4m3fn code, round to nearest even, saturating at ±448 (no infinities),
+ * NaN kept (0x7f): the device's cvt.rn.satfinite. `x` must be a float32 value (Math.fround).
+ */
+export function f32ToE4m3(x: number): number {
+  if (Number.isNaN(x)) return 0x7f;
+  const sign = x < 0 || Object.is(x, -0) ? 0x80 : 0;
+  const a = Math.abs(x);
+  if (a >= E4M3_MAX) return sign | 0x7e;
+  if (a < 2 ** -6) return sign | roundHalfEven(a * 2 ** 9); // subnormals: m · 2^-9; 8 carries to 2^-6
+  f32Scratch[0] = a;
+  const u = u32Scratch[0]!;
+  const e = (u >>> 23) - 127;
+  const mant = u & 0x7fffff;
+  let r = mant >>> 20;
+  const rem = mant & 0xfffff;
+  if (rem > 0x80000 || (rem === 0x80000 && (r & 1) === 1)) r++;
+  return sign | Math.min(((e + 7) << 3) + r, 0x7e); // r = 8 carries into the exponent
+}
+
+function roundHalfEven(v: number): number {
+  const f = Math.floor(v);
+  const d = v - f;
+  return d > 0.5 || (d === 0.5 && f % 2 === 1) ? f + 1 : f;
+}

@@ -15,6 +15,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
 import { KernelWeights } from './kernel-weights.js';
+import { checkCacheScale } from '../kv-scale.js';
 import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows } from './ops/moe.js';
 import { ropeNeox, ropeTable, type RopeTable } from './ops/rope.js';
@@ -195,13 +196,17 @@ export class CpuBackend implements Backend {
     ropeNeox(data, table, o.numHeads, o.headDim, o.rotaryDim);
   }
 
-  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void {
+  /** An f8e4m3 cache keeps each value's E4M3 round trip (code × scale) in f32. */
+  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale = 1): void {
     const width = x.shape[x.shape.length - 1]!;
+    const fp8 = cache.dtype === 'f8e4m3';
+    checkCacheScale(cache, scale);
     writeCacheRows(
       f32(cache, 'writeCache.cache'),
       f32(x, 'writeCache.x', [meta.numTokens, width]),
       (meta as CpuBatchMeta).layout.slots,
       width,
+      fp8 ? scale : null,
     );
   }
 

@@ -3,6 +3,7 @@ import type { AttentionOptions } from '../backend.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import type { CudaTensor } from './cuda-tensor.js';
 import { cuda } from './cuda-tensor.js';
+import { kvDefines, kvScales } from './kv-cache-args.js';
 import { launchKernel } from './kernel-launch.js';
 import { ATTENTION_COMBINE, ATTENTION_DECODE } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
@@ -74,7 +75,7 @@ export function attentionDecode(
     ctx,
     ATTENTION_DECODE,
     'attention_decode',
-    { grid: [T, Hkv, splits], block: [128, 1, 1], smem, defines: { AD_DH: Dh } },
+    { grid: [T, Hkv, splits], block: [128, 1, 1], smem, defines: kvDefines(t.kc, { AD_DH: Dh }) },
     {
       out: t.qo.ptr,
       q: t.qi.ptr,
@@ -88,7 +89,7 @@ export function attentionDecode(
       H,
       Hkv,
       S,
-      scale: o.scale,
+      ...kvScales(t.kc, o),
       blocks,
       topk,
       part,

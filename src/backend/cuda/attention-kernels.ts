@@ -58,12 +58,13 @@ export const ATTENTION_DECODE = kernel({
     Hkv: 'i32',
     S: 'i32',
     scale: 'f32',
+    vScale: 'f32',
     blocks: 'ptr',
     topk: 'i32',
     part: 'ptr',
   },
   launch: 'grid (T, Hkv, splits), block 128, dyn smem 2*64*2*(Dh+8)*2',
-  defines: ['AD_DH'],
+  defines: ['AD_DH', 'KV_FP8'],
 });
 
 // ------------------------------------------------------------------ kernels/attention-prefill.cu
@@ -84,15 +85,16 @@ export const ATTENTION_PREFILL = kernel({
     Hkv: 'i32',
     S: 'i32',
     scale: 'f32',
+    vScale: 'f32',
   },
   launch: 'grid (ceil(T/64), H), block 128, dyn smem (64*(Dh+8) + Dh*72)*2',
-  defines: ['FA_DH'],
+  defines: ['FA_DH', 'KV_FP8'],
 });
 
 // ------------------------------------------------------------------ kernels/msa.cu
 export const MSA_SELECT = kernel({
   file: 'msa',
-  names: variants('msa_select_', TWO_TYPES),
+  names: [...variants('msa_select_', TWO_TYPES), 'msa_select_b8', 'msa_select_f8'],
   args: {
     out: 'ptr',
     idxQ: 'ptr',

@@ -3,6 +3,7 @@ import type { AttentionOptions } from '../backend.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import { cuda, letter } from './cuda-tensor.js';
+import { kvDefines, kvScales } from './kv-cache-args.js';
 import { launchKernel } from './kernel-launch.js';
 import { attentionDecode, decodeAttentionFits } from './attention-decode.js';
 import { ATTENTION, ATTENTION_COMBINE, ATTENTION_PREFILL } from './kernel-table.js';
@@ -55,6 +56,7 @@ export function attention(
     attentionDecode(ctx, attentionTensors(out, q, k, v, T, o, ['bf16']), meta, o);
     return;
   }
+  if (k.dtype === 'f8e4m3') throw new Error(fp8Unsupported(out, o, prefill));
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
   const { qo, qi, kc, vc } = attentionTensors(out, q, k, v, T, o, ['bf16', 'f32']);
   const S = kc.shape[1]!;
@@ -110,6 +112,15 @@ export function attention(
   }
 }
 
+/** Why the scalar kernel cannot take an FP8 cache (it reads bf16 or f32 only). */
+function fp8Unsupported(out: Tensor, o: AttentionOptions, prefill: PrefillAttention): string {
+  return (
+    'attention: an FP8 KV cache (--kv-cache-dtype fp8) is read by the tensor-core kernels only: ' +
+    `bf16 activations, head_dim a multiple of 16 up to 128, a GQA group of at most 16 (got ${out.dtype}, ` +
+    `head_dim ${o.headDim}, group ${o.numHeads / o.numKvHeads}${prefill === 'scalar' ? ', scalar attention asked for' : ''})`
+  );
+}
+
 /** out/q [T, H·Dh] and the paged K/V cache [P, S, Hkv·Dh] of one dtype, checked for both kernels. */
 function attentionTensors(
   out: Tensor,
@@ -123,8 +134,9 @@ function attentionTensors(
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
   const qo = cuda(out, 'attention.out', dtypes, [T, H * Dh]);
   const qi = cuda(q, 'attention.q', [qo.dtype], [T, H * Dh]);
-  const kc = cuda(k, 'attention.k', [qo.dtype]);
-  const vc = cuda(v, 'attention.v', [qo.dtype], kc.shape);
+  // bf16 tensor-core kernels also read FP8 caches (KV_FP8).
+  const kc = cuda(k, 'attention.k', qo.dtype === 'bf16' ? ['bf16', 'f8e4m3'] : [qo.dtype]);
+  const vc = cuda(v, 'attention.v', [kc.dtype], kc.shape);
   if (kc.shape.length !== 3 || kc.shape[2] !== Hkv * Dh)
     throw new Error(`attention: cache shape [${kc.shape.join(', ')}] is not [P, S, ${Hkv * Dh}]`);
   return { qo, qi, kc, vc };
@@ -149,7 +161,12 @@ function attentionPrefill(
     ctx,
     ATTENTION_PREFILL,
     'attention_prefill',
-    { grid: [Math.ceil(T / 64), H, 1], block: [128, 1, 1], smem, defines: { FA_DH: Dh } },
+    {
+      grid: [Math.ceil(T / 64), H, 1],
+      block: [128, 1, 1],
+      smem,
+      defines: kvDefines(kc, { FA_DH: Dh }),
+    },
     {
       out: qo.ptr,
       q: qi.ptr,
@@ -163,7 +180,7 @@ function attentionPrefill(
       H,
       Hkv,
       S: kc.shape[1]!,
-      scale: o.scale,
+      ...kvScales(kc, o),
     },
   );
 }

@@ -360,8 +360,8 @@ export class CudaBackend implements Backend {
     ew.rope(this.ctx, x, meta as CudaBatchMeta, o);
   }
 
-  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta): void {
-    ew.writeCache(this.ctx, cache, x, meta as CudaBatchMeta);
+  writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale = 1): void {
+    ew.writeCache(this.ctx, cache, x, meta as CudaBatchMeta, scale);
   }
 
   attention(

@@ -1,4 +1,5 @@
 /** Launchers for kernels/elementwise.cu and kernels/norm.cu (see the kernels' headers). */
+import { checkCacheScale } from '../kv-scale.js';
 import { numel } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
@@ -18,6 +19,7 @@ import {
   ROPE,
   SWIGLU,
   WRITE_CACHE,
+  WRITE_CACHE_FP8,
 } from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
@@ -124,12 +126,29 @@ export function rope(
   );
 }
 
-export function writeCache(ctx: OpContext, cache: Tensor, x: Tensor, meta: CudaBatchMeta): void {
+export function writeCache(
+  ctx: OpContext,
+  cache: Tensor,
+  x: Tensor,
+  meta: CudaBatchMeta,
+  scale: number,
+): void {
   const W = x.shape[x.shape.length - 1]!;
-  const c = cuda(cache, 'writeCache.cache', ['bf16', 'f32']);
+  const c = cuda(cache, 'writeCache.cache', ['bf16', 'f32', 'f8e4m3']);
   if (c.shape[c.shape.length - 1] !== W)
     throw new Error(`writeCache: cache rows of ${c.shape[c.shape.length - 1]}, x rows of ${W}`);
   const xi = cuda(x, 'writeCache.x', ['bf16', 'f32'], [meta.numTokens, W]);
+  checkCacheScale(c, scale);
+  if (c.dtype === 'f8e4m3') {
+    launchKernel(
+      ctx,
+      WRITE_CACHE_FP8,
+      `write_cache_8${letter(xi, 'writeCache')}`,
+      { grid: [meta.numTokens, 1, 1], block: B256 },
+      { cache: c.ptr, x: xi.ptr, slots: meta.slots, W, scale },
+    );
+    return;
+  }
   launchKernel(
     ctx,
     WRITE_CACHE,

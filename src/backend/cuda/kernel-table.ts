@@ -35,6 +35,12 @@ export const WRITE_CACHE = kernel({
   args: { cache: 'ptr', x: 'ptr', slots: 'ptr', W: 'i32' },
   launch: 'grid (T), block 256',
 });
+export const WRITE_CACHE_FP8 = kernel({
+  file: 'elementwise',
+  names: variants('write_cache_8', B),
+  args: { cache: 'ptr', x: 'ptr', slots: 'ptr', W: 'i32', scale: 'f32' },
+  launch: 'grid (T), block 256',
+});
 export const SWIGLU = kernel({
   file: 'elementwise',
   names: variants('swiglu_', TWO_TYPES),

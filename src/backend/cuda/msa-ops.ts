@@ -1,4 +1,7 @@
-/** Launchers for MSA block selection: kernels/msa-score.cu (tensor cores) and kernels/msa.cu. */
+/**
+ * Launchers for MSA block selection: kernels/msa-score.cu (tensor cores) and kernels/msa.cu,
+ * which also scores FP8 index keys (--kv-cache-dtype fp8).
+ */
 import type { MsaOptions } from '../backend.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
@@ -26,7 +29,7 @@ export function msaSelect(
   const { numIndexHeads: Hi, indexDim: Di, topk } = o;
   const oo = cuda(out, 'msaSelect.out', ['i32'], [Hi, T, topk]);
   const qi = cuda(idxQ, 'msaSelect.idxQ', ['bf16', 'f32'], [T, Hi * Di]);
-  const kc = cuda(idxK, 'msaSelect.idxK', ['bf16', 'f32']);
+  const kc = cuda(idxK, 'msaSelect.idxK', ['bf16', 'f32', 'f8e4m3']);
   if (kc.shape.length !== 3 || kc.shape[2] !== Di)
     throw new Error(`msaSelect: index cache shape [${kc.shape.join(', ')}] is not [P, S, ${Di}]`);
   const S = kc.shape[1]!;
@@ -40,7 +43,7 @@ export function msaSelect(
   launchKernel(
     ctx,
     MSA_SELECT,
-    `msa_select_${letter(qi, 'msaSelect')}${letter(kc, 'msaSelect')}`,
+    `msa_select_${letter(qi, 'msaSelect')}${kc.dtype === 'f8e4m3' ? '8' : letter(kc, 'msaSelect')}`,
     { grid: [T, Hi, 1], block: [128, 1, 1], smem },
     {
       out: oo.ptr,

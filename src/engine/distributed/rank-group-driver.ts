@@ -2,7 +2,7 @@ import type { Backend } from '../../backend/backend.js';
 import type { ForwardBatch } from '../../backend/forward-batch.js';
 import type { ModelConfig } from '../../config/model-config.js';
 import type { ForwardModel } from '../../model/forward-model.js';
-import { freeKvCache, type KvCache } from '../../model/minimax-m3/kv-cache.js';
+import { freeKvCache, type KvCache, type KvCacheDtype } from '../../model/minimax-m3/kv-cache.js';
 import type { ForwardOutput, MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import type { ParallelLayout } from '../../parallel/parallel-layout.js';
 import type { FramedSocket } from '../../parallel/transport/framed-socket.js';
@@ -44,6 +44,11 @@ export class RankGroupDriver implements ForwardModel {
   /** Rank 0's layout; the others differ only in their rank. */
   get layout(): ParallelLayout {
     return this.model.layout;
+  }
+
+  /** Rank 0's KV dtype; every rank loads with the same `--kv-cache-dtype`. */
+  get kvCacheDtype(): KvCacheDtype {
+    return this.model.kvCacheDtype;
   }
 
   /** Rejects when any rank fails, even between steps (e.g. a worker killed while idle). */

@@ -59,6 +59,7 @@ export async function createRankRuntime(
     allReduceTrace: spec.allReduceTrace,
     ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
     quantization: spec.quantization ?? null,
+    ...(spec.kvCacheDtype && { kvCacheDtype: spec.kvCacheDtype }),
     // Every rank loads its own slice; rank 0 shows the progress for the group.
     ...(group.rank === 0 && { progress: new StreamLoadProgress(process.stderr) }),
   });

@@ -1,3 +1,4 @@
+import type { KvCacheDtype } from '../../model/minimax-m3/kv-cache.js';
 import type { LoadFormat } from '../../model/load-model.js';
 import type { Quantization } from '../../model/minimax-m3/quantize-weights.js';
 import type { ForwardBatch, SeqInBatch } from '../../backend/forward-batch.js';
@@ -25,6 +26,8 @@ export interface RankSpec {
   readonly loadFormat?: LoadFormat;
   /** `--quantization` (null or absent: weights as stored). */
   readonly quantization?: Quantization | null;
+  /** `--kv-cache-dtype` resolved (absent: bf16). */
+  readonly kvCacheDtype?: KvCacheDtype;
   /** Threads of each rank's CPU backend (`--cpu-threads`). */
   readonly cpuThreads?: number;
   /** Fused-versus-native trace of every deferred reduction (`--allreduce-trace DIR`). */

@@ -34,8 +34,8 @@ export function attentionBlock(
   b.rmsNorm(k, k, w.kNorm, cfg.rmsNormEps);
   b.rope(q, meta, { numHeads: H, ...rope });
   b.rope(k, meta, { numHeads: Hkv, ...rope });
-  b.writeCache(kv.k, k, meta);
-  b.writeCache(kv.v, v, meta);
+  b.writeCache(kv.k, k, meta, kv.kScale);
+  b.writeCache(kv.v, v, meta, kv.vScale);
 
   const blocks = w.index && kv.indexK ? selectBlocks(ctx, w, kv.indexK, x, Hkv) : null;
   const attn = ctx.scratch([T, H * Dh]); // [T, H·Dh]
@@ -44,6 +44,8 @@ export function attentionBlock(
     numKvHeads: Hkv,
     headDim: Dh,
     scale: 1 / Math.sqrt(Dh),
+    kScale: kv.kScale,
+    vScale: kv.vScale,
     blocks,
   });
   b.matmul(out, attn, w.oProj); // [T, D] partial over tp ranks

@@ -4,21 +4,46 @@ import { kvHeadRange, type ParallelLayout } from '../../parallel/parallel-layout
 import type { DType } from '../../tensor/dtype.js';
 import type { Tensor } from '../../tensor/tensor.js';
 
-/** One layer's paged caches: K and V [P, S, Hkv_local·Dh]; MSA layers add the index key [P, S, Didx]. */
+/**
+ * One layer's paged caches: K and V [P, S, Hkv_local·Dh]; MSA layers add the index key
+ * [P, S, Didx]. With an FP8 cache, K and V hold E4M3 codes meaning code × kScale / vScale
+ * (per-tensor, per layer, as vLLM), and the index key codes at scale 1.
+ */
 export interface LayerKvCache {
   readonly k: Tensor;
   readonly v: Tensor;
   readonly indexK: Tensor | null;
+  readonly kScale: number;
+  readonly vScale: number;
 }
 
 export interface KvCache {
   readonly numPages: number;
   readonly pageSize: number;
+  readonly dtype: KvCacheDtype;
   readonly layers: readonly LayerKvCache[];
 }
 
-/** The dtype the KV cache asks for (a float32 backend stores it as f32: Backend.storageDtype). */
-export const KV_DTYPE = 'bf16' satisfies DType;
+/** vLLM's `--kv-cache-dtype` values: auto is the model dtype (bf16), fp8 is fp8_e4m3. */
+export const KV_CACHE_DTYPE_FLAGS = ['auto', 'bf16', 'fp8', 'fp8_e4m3'] as const;
+export type KvCacheDtypeFlag = (typeof KV_CACHE_DTYPE_FLAGS)[number];
+/** What the KV cache stores: bf16, or E4M3 codes with per-layer K and V scales. */
+export type KvCacheDtype = 'bf16' | 'fp8_e4m3';
+
+export function resolveKvCacheDtype(flag: KvCacheDtypeFlag): KvCacheDtype {
+  return flag === 'fp8' || flag === 'fp8_e4m3' ? 'fp8_e4m3' : 'bf16';
+}
+
+/** The tensor dtype the cache asks for (a float32 backend stores it as f32: Backend.storageDtype). */
+export function kvTensorDtype(dtype: KvCacheDtype): DType {
+  return dtype === 'fp8_e4m3' ? 'f8e4m3' : 'bf16';
+}
+
+/** Per-layer K/V scales of an FP8 cache (checkpoint k_scale / v_scale, else 1.0). */
+export interface KvScales {
+  readonly k: number;
+  readonly v: number;
+}
 
 /** Bytes one page takes on this rank, over all layers (for sizing the pool from free memory). */
 export function kvBytesPerPage(
@@ -45,6 +70,8 @@ export function allocKvCache(
   par: ParallelLayout,
   numPages: number,
   pageSize: number,
+  dtype: KvCacheDtype = 'bf16',
+  scales: readonly KvScales[] = [],
 ): KvCache {
   if (cfg.sparse && pageSize !== cfg.sparse.blockSize) {
     throw new Error(
@@ -52,15 +79,18 @@ export function allocKvCache(
     );
   }
   const kvWidth = kvHeadRange(cfg, par)[1] * cfg.headDim;
+  const t = kvTensorDtype(dtype);
   const layers = Array.from({ length: cfg.numLayers }, (_, i) => ({
-    k: backend.alloc([numPages, pageSize, kvWidth], KV_DTYPE),
-    v: backend.alloc([numPages, pageSize, kvWidth], KV_DTYPE),
+    k: backend.alloc([numPages, pageSize, kvWidth], t),
+    v: backend.alloc([numPages, pageSize, kvWidth], t),
     indexK:
       cfg.sparseLayers[i] && cfg.sparse
-        ? backend.alloc([numPages, pageSize, cfg.sparse.indexDim], KV_DTYPE)
+        ? backend.alloc([numPages, pageSize, cfg.sparse.indexDim], t)
         : null,
+    kScale: dtype === 'fp8_e4m3' ? (scales[i]?.k ?? 1) : 1,
+    vScale: dtype === 'fp8_e4m3' ? (scales[i]?.v ?? 1) : 1,
   }));
-  return { numPages, pageSize, layers };
+  return { numPages, pageSize, dtype, layers };
 }
 
 export function freeKvCache(backend: Backend, kv: KvCache): void {

@@ -13,7 +13,7 @@ import { attentionBlock } from './attention-block.js';
 import { traceGroup, type AllReduceTrace } from './allreduce-trace.js';
 import { expertParallelFfn } from './expert-parallel-moe.js';
 import { mlpBlock, moeBlock } from './ffn-block.js';
-import { allocKvCache, type KvCache } from './kv-cache.js';
+import { allocKvCache, type KvCache, type KvCacheDtype, type KvScales } from './kv-cache.js';
 import { ResidualStream } from './residual-stream.js';
 import { StepContext } from './step-context.js';
 import type { LayerWeights, ModelWeights } from './weights.js';
@@ -33,6 +33,10 @@ export interface ModelParallelOptions {
   readonly placement?: readonly LayerPlacement[];
   /** Fused-versus-native trace of every deferred reduction (measurement only). */
   readonly trace?: AllReduceTrace;
+  /** `--kv-cache-dtype` resolved (default bf16). */
+  readonly kvCacheDtype?: KvCacheDtype;
+  /** Per-layer K/V scales of an FP8 cache (the checkpoint's, else 1.0 for every layer). */
+  readonly kvScales?: readonly KvScales[];
 }
 
 /**
@@ -45,6 +49,8 @@ export class MiniMaxM3Model {
   readonly layout: ParallelLayout;
   readonly placement: readonly LayerPlacement[];
   readonly trace: AllReduceTrace | undefined;
+  readonly kvCacheDtype: KvCacheDtype;
+  readonly kvScales: readonly KvScales[];
 
   constructor(
     readonly cfg: ModelConfig,
@@ -60,11 +66,21 @@ export class MiniMaxM3Model {
       );
     this.placement = o.placement ?? planAllReducePlacement(cfg, this.layout, 'dense');
     this.trace = o.trace;
+    this.kvCacheDtype = o.kvCacheDtype ?? 'bf16';
+    this.kvScales = o.kvScales ?? [];
   }
 
-  /** This rank's paged KV cache of `numPages` pages. */
+  /** This rank's paged KV cache of `numPages` pages, in `kvCacheDtype`. */
   allocKv(numPages: number, pageSize: number): KvCache {
-    return allocKvCache(this.backend, this.cfg, this.layout, numPages, pageSize);
+    return allocKvCache(
+      this.backend,
+      this.cfg,
+      this.layout,
+      numPages,
+      pageSize,
+      this.kvCacheDtype,
+      this.kvScales,
+    );
   }
 
   async forward(batch: ForwardBatch, kv: KvCache): Promise<ForwardOutput> {

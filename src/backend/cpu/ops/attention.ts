@@ -1,4 +1,5 @@
 import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
+import { e4m3RoundTrip } from '../../kv-scale.js';
 import { dot } from './matmul.js';
 
 export interface PagedAttentionArgs {
@@ -15,15 +16,22 @@ export interface PagedAttentionArgs {
   readonly topk: number;
 }
 
-/** Scatters rows of x [T, W] into cache [P, S, W] at each token's slot. */
+/**
+ * Scatters rows of x [T, W] into cache [P, S, W] at each token's slot; with `fp8Scale`, each
+ * value's E4M3 round trip (e4m3RoundTrip: what an FP8 cache holds).
+ */
 export function writeCacheRows(
   cache: Float32Array,
   x: Float32Array,
   slots: Int32Array,
   width: number,
+  fp8Scale: number | null = null,
 ): void {
   for (let t = 0; t < slots.length; t++) {
-    cache.set(x.subarray(t * width, (t + 1) * width), slots[t]! * width);
+    const row = x.subarray(t * width, (t + 1) * width);
+    const at = slots[t]! * width;
+    if (fp8Scale === null) cache.set(row, at);
+    else for (let d = 0; d < width; d++) cache[at + d] = e4m3RoundTrip(row[d]!, fp8Scale);
   }
 }
 

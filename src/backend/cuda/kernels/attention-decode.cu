@@ -13,12 +13,25 @@
 // splits == 1 writes out; otherwise part [T*H, splits] x (Dh acc, m, l) in the natural-log
 // convention of attention.cu's attention_combine, which merges the splits.
 // Dh = AD_DH (-DAD_DH, a multiple of 16, at most 128); G = H / Hkv <= 16.
+// KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype fp8), widened exactly to
+// bf16 on their way into shared memory (plain loads instead of cp.async); the key scale is in
+// `scale` (the launcher passes scale * k_scale), the value scale multiplies the output (vScale,
+// 1 for bf16 caches).
 // Tested by test/gpu/decode-attention-check.ts against the CPU backend and the scalar kernel.
 #include "common.cuh"
 #include "mma.cuh"
+#include "fp8.cuh"
 
 #ifndef AD_DH
 #define AD_DH 128
+#endif
+#ifndef KV_FP8
+#define KV_FP8 0
+#endif
+#if KV_FP8
+typedef e4m3_t kv_t;
+#else
+typedef bf16_t kv_t;
 #endif
 
 namespace {
@@ -30,9 +43,9 @@ constexpr float LN2 = 0.6931471805599453f;
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(128) attention_decode(
-    bf16_t* out, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, const int* positions,
+    bf16_t* out, const bf16_t* q, const kv_t* kc, const kv_t* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int S,
-    float scale, const int* blocks, int topk, float* part) {
+    float scale, float vScale, const int* blocks, int topk, float* part) {
   extern __shared__ __align__(16) unsigned char smraw[];
   constexpr int DH = AD_DH, KT = DH / 16, NT = DH / 8;
   constexpr int STAGE = 2 * BN * PITCH;  // K then V, bf16 elements
@@ -86,8 +99,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
       const int j = c / (DH / 8), v = c - j * (DH / 8), key = lo + j;
       const bool ok = key < hi;
       const long long off = ok ? ((long long)pt[key / S] * S + key % S) * W + g * DH + v * 8 : 0;
+#if KV_FP8
+      const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(ks + j * PITCH + v * 8) = ok ? ld8_bf16(kc + off) : zero;
+      *reinterpret_cast<uint4*>(vs + j * PITCH + v * 8) = ok ? ld8_bf16(vc + off) : zero;
+#else
       cp_async16(ks + j * PITCH + v * 8, kc + off, ok);
       cp_async16(vs + j * PITCH + v * 8, vc + off, ok);
+#endif
     }
   };
 
@@ -223,6 +242,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
       if (wm[w][row] != -INFINITY) L += wl[w][row] * exp2f(wm[w][row] - M);
       acc += red[(w * 16 + row) * DH + d];
     }
+    acc *= vScale;
     const long long th = (long long)t * H + g * G + row;
     if (splits == 1) {
       out[th * DH + d] = f2bf(L > 0.f ? acc / L : 0.f);

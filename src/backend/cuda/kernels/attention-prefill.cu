@@ -9,13 +9,24 @@
 // 16w..16w+15. A tile may span sequences: it runs once per run of rows of one sequence
 // (other rows masked), over that run's keys in tiles of 64 (K row-major, V transposed in
 // shared memory so both B fragments are single 32-bit loads). Dh = FA_DH (a multiple of 16,
-// at most 128, from -DFA_DH).
+// at most 128, from -DFA_DH). KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype
+// fp8), widened exactly to bf16 as they are loaded; the key scale is in `scale` (the launcher
+// passes scale * k_scale), the value scale multiplies the output (vScale, 1 for bf16 caches).
 // Tested by test/gpu/prefill-attention-check.ts against the CPU backend and the scalar kernel.
 #include "common.cuh"
 #include "mma.cuh"
+#include "fp8.cuh"
 
 #ifndef FA_DH
 #define FA_DH 128
+#endif
+#ifndef KV_FP8
+#define KV_FP8 0
+#endif
+#if KV_FP8
+typedef e4m3_t kv_t;
+#else
+typedef bf16_t kv_t;
 #endif
 
 namespace {
@@ -27,9 +38,9 @@ constexpr float LOG2E = 1.4426950408889634f;
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(128) attention_prefill(
-    bf16_t* out, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, const int* positions,
+    bf16_t* out, const bf16_t* q, const kv_t* kc, const kv_t* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int S,
-    float scale) {
+    float scale, float vScale) {
   extern __shared__ __align__(16) unsigned char smraw[];
   bf16_t* ks = reinterpret_cast<bf16_t*>(smraw);  // [BN][KP]
   bf16_t* vt = ks + BN * KP;                       // [FA_DH][VP]
@@ -90,8 +101,8 @@ extern "C" __global__ void __launch_bounds__(128) attention_prefill(
         uint4 ku = make_uint4(0u, 0u, 0u, 0u), vu = ku;
         if (key < hi) {
           const long long off = ((long long)pt[key / S] * S + key % S) * W + g * DH + v * 8;
-          ku = *reinterpret_cast<const uint4*>(kc + off);
-          vu = *reinterpret_cast<const uint4*>(vc + off);
+          ku = ld8_bf16(kc + off);
+          vu = ld8_bf16(vc + off);
         }
         *reinterpret_cast<uint4*>(ks + j * KP + v * 8) = ku;
         const unsigned w4[4] = {vu.x, vu.y, vu.z, vu.w};
@@ -174,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_prefill(
   // Rows with no visible key (none in practice: a token sees itself) give 0, like the scalar
   // kernel.
   const int r0 = warp * 16 + qr, r1 = r0 + 8;
-  const float inv0 = l[0] > 0.f ? 1.f / l[0] : 0.f, inv1 = l[1] > 0.f ? 1.f / l[1] : 0.f;
+  const float inv0 = l[0] > 0.f ? vScale / l[0] : 0.f, inv1 = l[1] > 0.f ? vScale / l[1] : 0.f;
   bf16_t* o0 = out + (long long)(t0 + r0) * H * DH + (long long)h * DH + qc;
   bf16_t* o1 = out + (long long)(t0 + r1) * H * DH + (long long)h * DH + qc;
 #pragma unroll

@@ -1,9 +1,10 @@
 // Row and element kernels: embedding gather, add, partial NeoX RoPE, paged KV write,
 // SwiGLU-OAI, logit-row gather, dtype conversion. Names end in type letters (b = bf16,
-// f = f32): first the output, then the inputs.
+// f = f32, 8 = E4M3 codes): first the output, then the inputs.
 // Launch: 1-D grids; row kernels take one block of 256 threads per row (grid.x = rows),
 // element kernels a grid-stride loop. Tested by test/gpu/gpu-check.ts against the CPU backend.
 #include "common.cuh"
+#include "fp8.cuh"
 
 // out[t, :] = table[ids[t], :]; out [T, D], table [V, D]. grid (T), block 256.
 template <typename TO, typename TT>
@@ -66,6 +67,19 @@ extern "C" __global__ void rope_f(float* x, const int* pos, int T, int H, int Dh
       stf(cache + slot * W + d, ldf(x + (long long)t * W + d));                               \
   }
 FOR_2TYPES(WRITE_CACHE)
+// FP8 KV cache (--kv-cache-dtype fp8): row slots[t] = E4M3(x[t, :] / scale), IEEE f32 division,
+// round to nearest even, saturating at +-448 (vLLM's scaled_fp8_quant; the CPU backend keeps
+// the same code's value times scale). grid (T), block 256.
+#define WRITE_CACHE_FP8(S, TX)                                                                 \
+  extern "C" __global__ void write_cache_8##S(e4m3_t* cache, const TX* x, const int* slots,    \
+                                              int W, float scale) {                            \
+    const int t = blockIdx.x;                                                                  \
+    const long long slot = slots[t];                                                           \
+    for (int d = threadIdx.x; d < W; d += blockDim.x)                                          \
+      cache[slot * W + d] = f32_to_e4m3(__fdiv_rn(ldf(x + (long long)t * W + d), scale));      \
+  }
+WRITE_CACHE_FP8(b, bf16_t)
+WRITE_CACHE_FP8(f, float)
 
 // SwiGLU-OAI on [gate | up] halves: gu [M, 2I] -> out [M, I].
 __device__ __forceinline__ float swiglu_oai(float g, float u, float alpha, float limit) {

@@ -4,9 +4,12 @@
 // always kept, the remaining slots go to the best other blocks (ties to the lower index);
 // with <= topk candidates all are kept. out [Hidx, T, topk] i32, ascending, -1 padded.
 // Launch: grid (T, Hidx), block 128, dynamic smem (Didx + pageStride) * 4 + pageStride bytes.
+// Names: msa_select_<q><k>, b = bf16, f = f32, 8 = E4M3 index keys (--kv-cache-dtype fp8, scale
+// 1: a positive key scale would not change the selection).
 // Tested by test/gpu/gpu-check.ts against the CPU backend.
 #include "common.cuh"
 #include "msa-pick.cuh"
+#include "fp8.cuh"
 
 template <typename TQ, typename TK>
 __device__ void msa_impl(int* out, const TQ* idxQ, const TK* idxK, const int* positions,
@@ -51,3 +54,5 @@ __device__ void msa_impl(int* out, const TQ* idxQ, const TK* idxK, const int* po
              initBlocks, localBlocks);                                                         \
   }
 FOR_2TYPES(MSA)
+MSA(b8, bf16_t, e4m3_t)
+MSA(f8, float, e4m3_t)
