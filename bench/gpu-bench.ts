@@ -4,6 +4,7 @@
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
  *        [--prefill-attention tensor-cores|scalar] [--quantization fp8]
+ *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3]
  * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,15 @@ import { join } from 'node:path';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
 import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { ModelConfig } from '../src/config/model-config.js';
-import { allocKvCache, type KvCache } from '../src/model/minimax-m3/kv-cache.js';
+import {
+  allocKvCache,
+  KV_CACHE_DTYPE_FLAGS,
+  kvBytesPerPage,
+  resolveKvCacheDtype,
+  type KvCache,
+  type KvCacheDtype,
+  type KvCacheDtypeFlag,
+} from '../src/model/minimax-m3/kv-cache.js';
 import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
 import { SingleRankCommunicator } from '../src/parallel/communicator.js';
 import { median } from '../test/gpu/check-util.js';
@@ -61,6 +70,8 @@ interface DecodeRow {
   batch: number;
   graphMs: number;
   eagerMs: number;
+  /** Device ms of the step's attention ops (eager profile). */
+  attentionMs: number;
   distinctExperts: number;
   weightGB: number;
   kvGB: number;
@@ -104,9 +115,11 @@ async function timeDecode(
   const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * linearBytes;
   // distinct counts the fused shared expert id too: it is one of the ids of every row.
   const weightBytes = w.always + distinct * expertBytes;
-  const kvPerToken = cfg.sparseLayers.reduce(
-    (n, s) => n + 2 * cfg.numKvHeads * cfg.headDim * 2 + (s ? (cfg.sparse?.indexDim ?? 0) * 2 : 0),
-    0,
+  const kvPerToken = kvBytesPerPage(
+    cfg,
+    { tpRank: 0, tpSize: 1 },
+    1,
+    kv.dtype === 'fp8_e4m3' ? 1 : 2,
   );
   const kvBytes = B * (context + 1) * kvPerToken;
   const rooflineMs = ((weightBytes + kvBytes) / (ceil.copyTBs * 1e12)) * 1e3;
@@ -115,6 +128,7 @@ async function timeDecode(
     batch: B,
     graphMs,
     eagerMs: median(eager),
+    attentionMs: prof.find(([k]) => k === 'attention')?.[1] ?? 0,
     distinctExperts: distinct / Math.max(1, moeLayers),
     weightGB: weightBytes / 1e9,
     kvGB: kvBytes / 1e9,
@@ -177,6 +191,7 @@ function markdown(
   check: unknown,
   quantization: string,
   weightBytes: WeightBytes,
+  kv: KvCache,
 ): string {
   const wtype = quantization === 'fp8' ? 'block-FP8 linears (--quantization fp8, W8A16)' : 'bf16';
   const lines = [
@@ -184,6 +199,7 @@ function markdown(
     `Weights by dtype: ${Object.entries(weightBytes)
       .map(([k, v]) => `${k} ${(v / 1e9).toFixed(3)} GB`)
       .join(', ')}; total ${(totalWeightBytes(weightBytes) / 1e9).toFixed(3)} GB.`,
+    `KV cache: ${kv.dtype} (--kv-cache-dtype), ${(kvBytesPerPage(cfg, { tpRank: 0, tpSize: 1 }, 1, kv.dtype === 'fp8_e4m3' ? 1 : 2) / 1024).toFixed(1)} KiB per token over all layers, ${kv.numPages} pages of ${kv.pageSize}.`,
     `Ceilings measured in the same run: cuBLAS bf16 GEMM 8192^3 ${ceil.gemmTflops.toFixed(0)} TFLOP/s, device copy ${ceil.copyTBs.toFixed(2)} TB/s.`,
     '',
     ...prefills.map(
@@ -193,16 +209,30 @@ function markdown(
     '',
     `Decode (context ${context} per sequence, CUDA graph replay, device time, median of 20):`,
     '',
-    '| batch | step ms (graph) | step ms (eager, host) | experts/layer | weights GB | KV GB | roofline ms | % of roofline |',
-    '|---|---|---|---|---|---|---|---|',
+    '| batch | step ms (graph) | step ms (eager, host) | attention ms (device) | experts/layer | weights GB | KV GB | roofline ms | % of roofline |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.batch} | ${r.graphMs.toFixed(3)} | ${r.eagerMs.toFixed(2)} | ${r.distinctExperts.toFixed(1)} | ${r.weightGB.toFixed(2)} | ${r.kvGB.toFixed(3)} | ${r.rooflineMs.toFixed(3)} | ${(100 * r.fraction).toFixed(0)}% |`,
+        `| ${r.batch} | ${r.graphMs.toFixed(3)} | ${r.eagerMs.toFixed(2)} | ${r.attentionMs.toFixed(3)} | ${r.distinctExperts.toFixed(1)} | ${r.weightGB.toFixed(2)} | ${r.kvGB.toFixed(3)} | ${r.rooflineMs.toFixed(3)} | ${(100 * r.fraction).toFixed(0)}% |`,
     ),
     '',
     'Correctness against the CPU backend: ' + JSON.stringify(check),
   ];
   return lines.join('\n');
+}
+
+function quantizationArg(): 'none' | 'fp8' {
+  const q = arg('quantization', 'none');
+  if (q !== 'none' && q !== 'fp8') throw new Error(`--quantization must be fp8, not ${q}`);
+  return q;
+}
+
+/** `--kv-cache-dtype` (vLLM's values), resolved. */
+function kvCacheDtypeArg(): KvCacheDtype {
+  const flag = arg('kv-cache-dtype', 'auto');
+  if (!(KV_CACHE_DTYPE_FLAGS as readonly string[]).includes(flag))
+    throw new Error(`--kv-cache-dtype must be one of ${KV_CACHE_DTYPE_FLAGS.join(', ')}`);
+  return resolveKvCacheDtype(flag as KvCacheDtypeFlag);
 }
 
 async function main(): Promise<void> {
@@ -218,9 +248,8 @@ async function main(): Promise<void> {
   const ceil = smoke(gpu);
   const cfg = realConfig(numMoe);
   const t0 = performance.now();
-  const quantization = arg('quantization', 'none');
-  if (quantization !== 'none' && quantization !== 'fp8')
-    throw new Error(`--quantization must be fp8, not ${quantization}`);
+  const quantization = quantizationArg();
+  const kvCacheDtype = kvCacheDtypeArg();
   const built = await buildGpuWeights(gpu, cfg, true);
   // `--quantization fp8` as the loader applies it: block FP8 on the device, bf16 freed.
   const weights = quantization === 'fp8' ? quantizeModelWeights(built, gpu) : built;
@@ -245,6 +274,7 @@ async function main(): Promise<void> {
     { tpRank: 0, tpSize: 1 },
     1 + Math.max(maxB * pagesPerSeq, Math.ceil(Math.max(...prefillTs) / PAGE)),
     PAGE,
+    kvCacheDtype,
   );
   const prefills: Record<string, number>[] = [];
   for (const T of prefillTs) {
@@ -270,6 +300,7 @@ async function main(): Promise<void> {
         ceil,
         prefillAttention,
         quantization,
+        kvCacheDtype,
         weightBytes,
         prefill: prefills,
         decode: rows,
@@ -281,7 +312,7 @@ async function main(): Promise<void> {
       2,
     ),
   );
-  const md = markdown(cfg, ceil, prefills, rows, context, check, quantization, weightBytes);
+  const md = markdown(cfg, ceil, prefills, rows, context, check, quantization, weightBytes, kv);
   writeFileSync(join(out, 'gpu-bench.md'), md);
   console.log(`\n${md}`);
 }

@@ -1,7 +1,7 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8 (default), comm, comm-procs, group]
+ *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8 (default), comm, comm-procs, group]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
@@ -12,7 +12,8 @@
  * the GPU as streams (comm-check.ts) and as processes (comm-process-check.ts),
  * 8. `--tp` groups sharing the GPU through the CLI: forward vs the CPU backend, the fusion
  * trace, and failing ranks ending the group (group-check.ts),
- * 9. FP8 weights: every FP8 op and FP8 models against the CPU (fp8-check.ts).
+ * 9. FP8 weights: every FP8 op and FP8 models against the CPU (fp8-check.ts),
+ * 10. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts).
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ import { checkSharedGpuGroups } from './group-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
+import { checkKvFp8 } from './kv-fp8-check.js';
 import { checkMoePaths } from './moe-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
@@ -46,7 +48,9 @@ async function main(): Promise<void> {
   process.env['CUDA_MODULE_LOADING'] ??= 'EAGER';
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
-  const only = new Set(arg('only', 'smoke,ops,msa,golden,sampler,engine,load,fp8').split(','));
+  const only = new Set(
+    arg('only', 'smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8').split(','),
+  );
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
   const result: Record<string, unknown> = {};
@@ -129,6 +133,11 @@ async function main(): Promise<void> {
   if (only.has('fp8')) {
     const rows = await checkFp8(cpu, gpu, golden);
     printTable('FP8 weights (W8A16): CUDA vs CPU on the same quantized weights', rows);
+    all.push(...rows);
+  }
+  if (only.has('kv-fp8')) {
+    const rows = await checkKvFp8(cpu, gpu);
+    printTable('FP8 KV cache (--kv-cache-dtype fp8): CUDA vs CPU on the same cached values', rows);
     all.push(...rows);
   }
   result['rows'] = all;
