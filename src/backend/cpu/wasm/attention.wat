@@ -218,6 +218,152 @@
         (local.set $c (i32.add (local.get $c) (i32.const 64)))
         (br $chunk))))
 
+;; GQA pairs: the two query heads of a KV group (H = 2·Hkv) in one pass over its keys and
+  ;; values, each head's arithmetic exactly that of $scores/$weighted (the same sums in the
+  ;; same order), so results are the same bits as one head at a time.
+
+  ;; scale * [q0*k0..k3] at o0 and scale * [q1*k0..k3] at o1, four keys `stride` bytes apart.
+  (func $dot4x2 (param $q0 i32) (param $q1 i32) (param $kp i32) (param $stride i32) (param $n4 i32)
+      (param $o0 i32) (param $o1 i32) (param $sc v128)
+    (local $i i32) (local $k1 i32) (local $k2 i32) (local $k3 i32) (local $x v128) (local $y v128)
+    (local $w v128)
+    (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128)
+    (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128)
+    (local.set $k1 (i32.add (local.get $kp) (local.get $stride)))
+    (local.set $k2 (i32.add (local.get $k1) (local.get $stride)))
+    (local.set $k3 (i32.add (local.get $k2) (local.get $stride)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
+        (local.set $x (v128.load (i32.add (local.get $q0) (local.get $i))))
+        (local.set $y (v128.load (i32.add (local.get $q1) (local.get $i))))
+        (local.set $w (v128.load (i32.add (local.get $kp) (local.get $i))))
+        (local.set $c0 (f32x4.add (local.get $c0) (f32x4.mul (local.get $x) (local.get $w))))
+        (local.set $d0 (f32x4.add (local.get $d0) (f32x4.mul (local.get $y) (local.get $w))))
+        (local.set $w (v128.load (i32.add (local.get $k1) (local.get $i))))
+        (local.set $c1 (f32x4.add (local.get $c1) (f32x4.mul (local.get $x) (local.get $w))))
+        (local.set $d1 (f32x4.add (local.get $d1) (f32x4.mul (local.get $y) (local.get $w))))
+        (local.set $w (v128.load (i32.add (local.get $k2) (local.get $i))))
+        (local.set $c2 (f32x4.add (local.get $c2) (f32x4.mul (local.get $x) (local.get $w))))
+        (local.set $d2 (f32x4.add (local.get $d2) (f32x4.mul (local.get $y) (local.get $w))))
+        (local.set $w (v128.load (i32.add (local.get $k3) (local.get $i))))
+        (local.set $c3 (f32x4.add (local.get $c3) (f32x4.mul (local.get $x) (local.get $w))))
+        (local.set $d3 (f32x4.add (local.get $d3) (f32x4.mul (local.get $y) (local.get $w))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $next)))
+    (v128.store (local.get $o0) (f32x4.mul (local.get $sc)
+      (call $hsum4 (local.get $c0) (local.get $c1) (local.get $c2) (local.get $c3))))
+    (v128.store (local.get $o1) (f32x4.mul (local.get $sc)
+      (call $hsum4 (local.get $d0) (local.get $d1) (local.get $d2) (local.get $d3)))))
+
+  ;; $scores for query heads q0 and q1 of one group: scores into sp0 and sp1; returns the count.
+  (func $scores2 (param $q0 i32) (param $q1 i32) (param $kb i32) (param $pt i32) (param $pos i32) (param $S i32)
+      (param $kvW4 i32) (param $Dh4 i32) (param $blist i32) (param $nbl i32) (param $sp0 i32) (param $sp1 i32)
+      (param $scale f32) (result i32)
+    (local $bi i32) (local $b i32) (local $cnt i32) (local $j i32) (local $kp i32) (local $n i32)
+    (local $sc v128)
+    (local.set $sc (f32x4.splat (local.get $scale)))
+    (block $blocks_done
+      (loop $block
+        (br_if $blocks_done (i32.ge_u (local.get $bi) (local.get $nbl)))
+        (local.set $b (i32.load (i32.add (local.get $blist) (i32.shl (local.get $bi) (i32.const 2)))))
+        (local.set $cnt (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))
+        (local.set $kp (i32.add (local.get $kb) (i32.mul (local.get $kvW4)
+          (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
+        (local.set $j (i32.const 0))
+        (block $quads_done
+          (loop $quad
+            (br_if $quads_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $cnt)))
+            (call $dot4x2 (local.get $q0) (local.get $q1) (local.get $kp) (local.get $kvW4) (local.get $Dh4)
+              (i32.add (local.get $sp0) (i32.shl (local.get $n) (i32.const 2)))
+              (i32.add (local.get $sp1) (i32.shl (local.get $n) (i32.const 2))) (local.get $sc))
+            (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $kvW4) (i32.const 2))))
+            (local.set $n (i32.add (local.get $n) (i32.const 4)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $quad)))
+        (block $ones_done
+          (loop $one
+            (br_if $ones_done (i32.ge_s (local.get $j) (local.get $cnt)))
+            (f32.store (i32.add (local.get $sp0) (i32.shl (local.get $n) (i32.const 2)))
+              (f32.mul (local.get $scale) (call $dot1 (local.get $q0) (local.get $kp) (local.get $Dh4))))
+            (f32.store (i32.add (local.get $sp1) (i32.shl (local.get $n) (i32.const 2)))
+              (f32.mul (local.get $scale) (call $dot1 (local.get $q1) (local.get $kp) (local.get $Dh4))))
+            (local.set $kp (i32.add (local.get $kp) (local.get $kvW4)))
+            (local.set $n (i32.add (local.get $n) (i32.const 1)))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+            (br $one)))
+        (local.set $bi (i32.add (local.get $bi) (i32.const 1)))
+        (br $block)))
+    (local.get $n))
+
+  ;; $weighted for two heads of one group: out0 from weights sp0 / denom0, out1 from sp1 /
+  ;; denom1, each value vector loaded once for both.
+  (func $weighted2 (param $o0 i32) (param $o1 i32) (param $vb i32) (param $pt i32) (param $pos i32) (param $S i32)
+      (param $kvW4 i32) (param $Dh4 i32) (param $blist i32) (param $nbl i32) (param $sp0 i32) (param $sp1 i32)
+      (param $denom0 f32) (param $denom1 f32)
+    (local $c i32) (local $bi i32) (local $b i32) (local $cnt i32) (local $j i32) (local $vp i32) (local $pp i32)
+    (local $p v128) (local $r v128) (local $w v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local $e0 v128) (local $e1 v128) (local $e2 v128) (local $e3 v128)
+    (local $dv v128) (local $dw v128) (local $off1 i32)
+    (local.set $dv (f32x4.splat (local.get $denom0)))
+    (local.set $dw (f32x4.splat (local.get $denom1)))
+    (local.set $off1 (i32.sub (local.get $sp1) (local.get $sp0)))
+    (block $chunks_done
+      (loop $chunk
+        (br_if $chunks_done (i32.ge_u (local.get $c) (local.get $Dh4)))
+        (local.set $a0 (v128.const i32x4 0 0 0 0))
+        (local.set $a1 (v128.const i32x4 0 0 0 0))
+        (local.set $a2 (v128.const i32x4 0 0 0 0))
+        (local.set $a3 (v128.const i32x4 0 0 0 0))
+        (local.set $e0 (v128.const i32x4 0 0 0 0))
+        (local.set $e1 (v128.const i32x4 0 0 0 0))
+        (local.set $e2 (v128.const i32x4 0 0 0 0))
+        (local.set $e3 (v128.const i32x4 0 0 0 0))
+        (local.set $pp (local.get $sp0))
+        (local.set $bi (i32.const 0))
+        (block $blocks_done
+          (loop $block
+            (br_if $blocks_done (i32.ge_u (local.get $bi) (local.get $nbl)))
+            (local.set $b (i32.load (i32.add (local.get $blist) (i32.shl (local.get $bi) (i32.const 2)))))
+            (local.set $cnt (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))
+            (local.set $vp (i32.add (i32.add (local.get $vb) (local.get $c)) (i32.mul (local.get $kvW4)
+              (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
+            (local.set $j (i32.const 0))
+            (block $keys_done
+              (loop $key
+                (br_if $keys_done (i32.ge_s (local.get $j) (local.get $cnt)))
+                (local.set $p (v128.load32_splat (local.get $pp)))
+                (local.set $r (v128.load32_splat (i32.add (local.get $pp) (local.get $off1))))
+                (local.set $w (v128.load offset=0 (local.get $vp)))
+                (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $p) (local.get $w))))
+                (local.set $e0 (f32x4.add (local.get $e0) (f32x4.mul (local.get $r) (local.get $w))))
+                (local.set $w (v128.load offset=16 (local.get $vp)))
+                (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $p) (local.get $w))))
+                (local.set $e1 (f32x4.add (local.get $e1) (f32x4.mul (local.get $r) (local.get $w))))
+                (local.set $w (v128.load offset=32 (local.get $vp)))
+                (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $p) (local.get $w))))
+                (local.set $e2 (f32x4.add (local.get $e2) (f32x4.mul (local.get $r) (local.get $w))))
+                (local.set $w (v128.load offset=48 (local.get $vp)))
+                (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $p) (local.get $w))))
+                (local.set $e3 (f32x4.add (local.get $e3) (f32x4.mul (local.get $r) (local.get $w))))
+                (local.set $pp (i32.add (local.get $pp) (i32.const 4)))
+                (local.set $vp (i32.add (local.get $vp) (local.get $kvW4)))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $key)))
+            (local.set $bi (i32.add (local.get $bi) (i32.const 1)))
+            (br $block)))
+        (v128.store offset=0 (i32.add (local.get $o0) (local.get $c)) (f32x4.div (local.get $a0) (local.get $dv)))
+        (v128.store offset=16 (i32.add (local.get $o0) (local.get $c)) (f32x4.div (local.get $a1) (local.get $dv)))
+        (v128.store offset=32 (i32.add (local.get $o0) (local.get $c)) (f32x4.div (local.get $a2) (local.get $dv)))
+        (v128.store offset=48 (i32.add (local.get $o0) (local.get $c)) (f32x4.div (local.get $a3) (local.get $dv)))
+        (v128.store offset=0 (i32.add (local.get $o1) (local.get $c)) (f32x4.div (local.get $e0) (local.get $dw)))
+        (v128.store offset=16 (i32.add (local.get $o1) (local.get $c)) (f32x4.div (local.get $e1) (local.get $dw)))
+        (v128.store offset=32 (i32.add (local.get $o1) (local.get $c)) (f32x4.div (local.get $e2) (local.get $dw)))
+        (v128.store offset=48 (i32.add (local.get $o1) (local.get $c)) (f32x4.div (local.get $e3) (local.get $dw)))
+        (local.set $c (i32.add (local.get $c) (i32.const 64)))
+        (br $chunk))))
+
   ;; The block list of (token, KV group) into blist, ascending; returns its length.
   ;; Dense (lp = 0): 0..floor(pos/S). Sparse: the topk ids at lp, -1 skipped, insertion-sorted.
   (func $blockList (param $lp i32) (param $topk i32) (param $pos i32) (param $S i32) (param $blist i32) (result i32)
@@ -257,12 +403,12 @@
   ;; out[t, h*Dh ..] for the work units u = u0, u0 + ustep, ... < u1, unit u = (token t, KV
 ;; group g) = (u / Hkv, u mod Hkv): softmax(scale * q.K^T) . V over the visible keys for the
 ;; group's query heads. q, out [T, H*Dh]; k, v [P, S, Hkv*Dh]; blocks [Hkv, T, topk] or 0 (dense).
-;; Scratch (the caller's, one per thread): blist (i32, >= max blocks + topk) and sp (f32,
-;; >= max visible keys + 4).
+;; Scratch (the caller's, one per thread): blist (i32, >= max blocks + topk), sp and sp1 (f32,
+;; >= max visible keys + 4 each; sp1 holds the second head's scores of a GQA pair, H = 2·Hkv).
   (func (export "attention") (param $out i32) (param $q i32) (param $k i32) (param $v i32)
       (param $meta i32) (param $blocks i32) (param $T i32) (param $u0 i32) (param $u1 i32) (param $ustep i32)
       (param $H i32) (param $Hkv i32) (param $Dh i32) (param $S i32) (param $topk i32)
-      (param $scale f32) (param $blist i32) (param $sp i32)
+      (param $scale f32) (param $blist i32) (param $sp i32) (param $sp1 i32)
     (local $u i32) (local $t i32) (local $g i32) (local $hh i32) (local $group i32) (local $pos i32) (local $pt i32)
     (local $Dh4 i32) (local $kvW4 i32) (local $nbl i32) (local $n i32) (local $h i32) (local $qo i32)
     (local $lp i32) (local $denom f32)
@@ -283,6 +429,23 @@
           (local.get $blocks)))
         (local.set $nbl (call $blockList (local.get $lp) (local.get $topk) (local.get $pos) (local.get $S) (local.get $blist)))
         (local.set $hh (i32.const 0))
+        (if (i32.eq (local.get $group) (i32.const 2))
+          (then
+            (local.set $h (i32.shl (local.get $g) (i32.const 1)))
+            (local.set $qo (i32.mul (i32.add (i32.mul (local.get $t) (local.get $H)) (local.get $h)) (local.get $Dh4)))
+            (local.set $n (call $scores2 (i32.add (local.get $q) (local.get $qo))
+              (i32.add (i32.add (local.get $q) (local.get $qo)) (local.get $Dh4))
+              (i32.add (local.get $k) (i32.mul (local.get $g) (local.get $Dh4)))
+              (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
+              (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $sp1) (local.get $scale)))
+            (local.set $denom (call $softmaxExp (local.get $sp) (local.get $n)))
+            (call $weighted2 (i32.add (local.get $out) (local.get $qo))
+              (i32.add (i32.add (local.get $out) (local.get $qo)) (local.get $Dh4))
+              (i32.add (local.get $v) (i32.mul (local.get $g) (local.get $Dh4)))
+              (local.get $pt) (local.get $pos) (local.get $S) (local.get $kvW4) (local.get $Dh4)
+              (local.get $blist) (local.get $nbl) (local.get $sp) (local.get $sp1)
+              (local.get $denom) (call $softmaxExp (local.get $sp1) (local.get $n)))
+            (local.set $hh (local.get $group))))
         (block $heads_done
           (loop $head
             (br_if $heads_done (i32.ge_u (local.get $hh) (local.get $group)))

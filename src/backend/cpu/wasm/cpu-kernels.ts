@@ -204,16 +204,18 @@ export class CpuKernels {
     const maxBlocks = a.blocks ? a.topk : Math.floor(maxPos / S) + 1;
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
     const blistLen = (maxBlocks + 3) & ~3;
+    const keysLen = (maxKeys + 8 + 3) & ~3;
     const units = T * a.numKvHeads;
     const flops = 4 * a.headDim * a.numHeads * T * maxKeys;
     const n = Math.min(units, this.chunksFor(flops));
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
-      const s = this.scratch[i]!.f32(blistLen + maxKeys + 8);
+      const s = this.scratch[i]!.f32(blistLen + 2 * keysLen); // blist, then two heads' scores
+      const sp = s.byteOffset + blistLen * 4;
       // prettier-ignore
       rows.push(['attention', a.out.byteOffset, a.q.byteOffset, a.k.byteOffset, a.v.byteOffset,
         this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
-        a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, s.byteOffset + blistLen * 4]);
+        a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, sp, sp + keysLen * 4]);
     }
     this.pool.run(rows, flops >= this.minWakeFlops);
   }

@@ -120,6 +120,43 @@ describe('WASM SIMD paged attention', () => {
     k.attention({ ...a, out: out1, q: q1 }, one, layoutBatch(one));
     expect(Array.from(out1)).toEqual(Array.from(all.subarray(7 * H * Dh, 8 * H * Dh)));
   });
+  it.each([
+    ['dense', 0],
+    ['MSA blocks', 3],
+  ])(
+    'GQA pairs (H = 2·Hkv, one pass over K and V) give one head at a time bit for bit (%s)',
+    (_n, topk) => {
+      const k = new CpuKernels();
+      // prettier-ignore
+      const c = attentionCase(k, [[0, 9], [13, 1], [30, 3]], topk);
+      const a = c.args(k.heap.f32(c.T * H * Dh));
+      k.attention(a, c.batch, c.layout);
+      // the same heads with group size 1: KV group h is a copy of group ⌊h/2⌋, blocks likewise
+      const widen = (src: Float32Array): Float32Array => {
+        const dst = k.heap.f32(P * S * H * Dh);
+        for (let r = 0; r < P * S; r++)
+          for (let h = 0; h < H; h++)
+            dst.set(
+              src.subarray((r * Hkv + (h >> 1)) * Dh, (r * Hkv + (h >> 1) + 1) * Dh),
+              (r * H + h) * Dh,
+            );
+        return dst;
+      };
+      let blocks: Int32Array | null = null;
+      if (a.blocks) {
+        blocks = k.heap.i32(H * c.T * topk);
+        for (let h = 0; h < H; h++)
+          blocks.set(
+            a.blocks.subarray((h >> 1) * c.T * topk, ((h >> 1) + 1) * c.T * topk),
+            h * c.T * topk,
+          );
+      }
+      const one = k.heap.f32(c.T * H * Dh);
+      // prettier-ignore
+      k.attention({ ...a, out: one, k: widen(a.k), v: widen(a.v), numKvHeads: H, blocks }, c.batch, c.layout);
+      expect(Array.from(a.out)).toEqual(Array.from(one));
+    },
+  );
 });
 
 describe('WASM MSA block selection', () => {
