@@ -129,10 +129,30 @@ function appendRecord(record: object): void {
   console.log(`\nwrote ${file}`);
 }
 
+const HELP = `Usage: npm run bench:cpu -- [--threads N] [--baseline DIR]
+
+The CPU backend on this machine: its clock (measured; MOESERVE_CPU_MHZ overrides), matmul
+and attention kernels at 1 and N threads beside numpy/OpenBLAS (when python3 has numpy),
+and the bundled model (prefill 128/512, decode B = 1, 8, 32 at context 256, B = 1 at 4,000).
+Steady state, medians; appends a record to docs/benchmarks/cpu.json.
+
+  --threads N     threads of the threaded rows (default: the available cores, here ${availableParallelism()})
+  --baseline DIR  also run the model rows on another build of this repository
+                  (DIR/dist/backend/cpu/cpu-backend.js), row by row beside this one
+  -h, --help      this text`;
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { threads: { type: 'string' }, baseline: { type: 'string' } },
+    options: {
+      threads: { type: 'string' },
+      baseline: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
   const threads = Number(values.threads ?? availableParallelism());
   if (!Number.isInteger(threads) || threads < 1)
     throw new Error(`--threads: ${values.threads} is not a positive integer`);
