@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { goldenCase } from '../../test/golden-dir.js';
 import { CpuBackend } from '../backend/cpu/cpu-backend.js';
@@ -9,6 +11,7 @@ import { loadModel } from './load-model.js';
 import { resolveKvCacheDtype } from './minimax-m3/kv-cache.js';
 import type { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
 import { runForward, singleSequenceCache } from './run-forward.js';
+import { writeSafetensors, type TensorData } from './weights/safetensors-writer.js';
 
 const dir = goldenCase('tiny-moe'); // MSA layers: index keys in the cache too
 const denseDir = goldenCase('tiny-dense');
@@ -129,5 +132,81 @@ describe('--kv-cache-dtype fp8 on the CPU', () => {
     const full = (await runForward(fp8, ids)).logits;
     expect(maxRel(full, (await runForward(await load('auto'), ids)).logits)).toBeGreaterThan(1e-3);
     expect(maxRel(await stepwise(fp8), full)).toBeLessThan(1e-5);
+  });
+});
+
+/** tiny-dense with a second shard holding KV-cache scales (no index: every *.safetensors is read). */
+function withScales(tensors: TensorData[]): string {
+  const d = mkdtempSync(join(tmpdir(), 'kv-scales-'));
+  copyFileSync(join(denseDir, 'config.json'), join(d, 'config.json'));
+  copyFileSync(join(denseDir, 'model.safetensors'), join(d, 'model-00001-of-00002.safetensors'));
+  writeSafetensors(join(d, 'model-00002-of-00002.safetensors'), tensors);
+  return d;
+}
+const scalar = (name: string, v: number, shape: number[] = []): TensorData => ({
+  name,
+  dtype: 'F32',
+  shape,
+  data: new Float32Array(
+    Math.max(
+      1,
+      shape.reduce((a, b) => a * b, 1),
+    ),
+  ).fill(v),
+});
+
+describe('FP8 KV scales from the checkpoint', () => {
+  it('reads k_scale / v_scale (HF) and k_proj.output_scale, 1.0 where a layer has none', async () => {
+    const d = withScales([
+      scalar('model.layers.0.self_attn.k_scale', 0.125),
+      scalar('model.layers.0.self_attn.v_scale', 0.5, [1]),
+      scalar('model.layers.1.self_attn.k_proj.output_scale', 2),
+    ]);
+    try {
+      const load = (kvCacheDtype: 'bf16' | 'fp8_e4m3') =>
+        loadModel(d, { backend: new CpuBackend(), kvCacheDtype });
+      const m = await load('fp8_e4m3');
+      expect(m.kvScales.slice(0, 2)).toEqual([
+        { k: 0.125, v: 0.5 },
+        { k: 2, v: 1 },
+      ]);
+      const kv = m.allocKv(1, 16);
+      expect([kv.layers[0]!.kScale, kv.layers[0]!.vScale, kv.layers[1]!.kScale]).toEqual([
+        0.125, 0.5, 2,
+      ]);
+      // bf16 caches ignore the scales (as vLLM does).
+      expect((await load('bf16')).allocKv(1, 16).layers[0]!.kScale).toBe(1);
+      const dIds = idsOf(denseDir);
+      const scaled = (await runForward(m, dIds)).logits;
+      const plain = await loadModel(denseDir, {
+        backend: new CpuBackend(),
+        kvCacheDtype: 'fp8_e4m3',
+      });
+      // Other scales round K and V on another grid.
+      expect(maxRel(scaled, (await runForward(plain, dIds)).logits)).toBeGreaterThan(1e-4);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a non-scalar or non-positive scale, naming the file and tensor', async () => {
+    for (const [t, msg] of [
+      [
+        scalar('model.layers.0.self_attn.k_scale', 1, [2]),
+        'per-tensor KV-cache scale is one value',
+      ],
+      [scalar('model.layers.1.self_attn.v_scale', -1), 'must be positive and finite'],
+    ] as const) {
+      const d = withScales([t]);
+      try {
+        await expect(
+          loadModel(d, { backend: new CpuBackend(), kvCacheDtype: 'fp8_e4m3' }),
+        ).rejects.toThrow(
+          new RegExp(`model-00002-of-00002.safetensors: tensor "${t.name}": .*${msg}`),
+        );
+      } finally {
+        rmSync(d, { recursive: true, force: true });
+      }
+    }
   });
 });

@@ -5,6 +5,7 @@ import { planAllReducePlacement, type AllReduceFusion } from '../parallel/allred
 import { SingleRankCommunicator, type Communicator } from '../parallel/communicator.js';
 import { validateLayout, type ParallelLayout } from '../parallel/parallel-layout.js';
 import { AllReduceTrace, type AllReduceTraceOptions } from './minimax-m3/allreduce-trace.js';
+import { readKvScales } from './minimax-m3/kv-scales.js';
 import { MiniMaxM3Model } from './minimax-m3/minimax-m3-model.js';
 import { quantizeModelWeights, type Quantization } from './minimax-m3/quantize-weights.js';
 import { loadModelWeights, type ModelWeights } from './minimax-m3/weights.js';
@@ -68,6 +69,8 @@ export async function loadModelWithStats(dir: string, o: LoadModelOptions): Prom
       placement: planAllReducePlacement(config, parallel, o.allReduceFusion ?? 'dense'),
       trace: o.allReduceTrace && new AllReduceTrace(o.allReduceTrace, comm.rank),
       kvCacheDtype: o.kvCacheDtype ?? 'bf16',
+      ...(ckpt &&
+        o.kvCacheDtype === 'fp8_e4m3' && { kvScales: readKvScales(ckpt, config.numLayers) }),
     });
     return { model, stats };
   } finally {
