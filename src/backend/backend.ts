@@ -123,6 +123,12 @@ export interface Backend {
   ): void;
   /** out [R, D] = x rows listed in meta.logitRows. */
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void;
+  /**
+   * Throws, naming what is missing, when this backend's attention cannot read a KV cache of
+   * `dtype` at these head shapes (CUDA reads f8e4m3 with the bf16 tensor-core kernels only).
+   * Absent: every cache dtype is read.
+   */
+  checkKvCacheDtype?(dtype: DType, o: KvShape): void;
   /** Device memory in bytes, where the backend has a fixed pool to size the KV cache from (CUDA). */
   memoryInfo?(): { free: number; total: number };
   /** Waits for queued work (no-op on the CPU). */
@@ -154,6 +160,8 @@ export interface AttentionOptions {
   /** MSA: [Hkv, T, topk] selected block ids, or null for dense causal attention. */
   readonly blocks: Tensor | null;
 }
+
+export type KvShape = Pick<AttentionOptions, 'numHeads' | 'numKvHeads' | 'headDim'>;
 
 export interface MsaOptions {
   readonly numIndexHeads: number;

@@ -1,5 +1,5 @@
 /** Launcher for kernels/attention-decode.cu (GQA-packed tensor-core attention, see its header). */
-import type { AttentionOptions } from '../backend.js';
+import type { AttentionOptions, KvShape } from '../backend.js';
 import type { CudaBatchMeta } from './batch-meta.js';
 import type { CudaTensor } from './cuda-tensor.js';
 import { cuda } from './cuda-tensor.js';
@@ -17,7 +17,7 @@ export const MAX_SPLITS = 32;
 const BLOCKS_PER_SM = 3;
 
 /** Whether the tensor-core decode kernel takes these shapes. */
-export function decodeAttentionFits(dtype: string, o: AttentionOptions): boolean {
+export function decodeAttentionFits(dtype: string, o: KvShape): boolean {
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
   return dtype === 'bf16' && Dh % 16 === 0 && Dh <= 128 && H % Hkv === 0 && H / Hkv <= 16;
 }

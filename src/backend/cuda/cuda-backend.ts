@@ -15,7 +15,9 @@ import type {
   MsaOptions,
   RopeOptions,
   RouterOptions,
+  KvShape,
 } from '../backend.js';
+import { decodeAttentionFits } from './attention-decode.js';
 import type { ForwardBatch } from '../forward-batch.js';
 import { DTYPE_BYTES, type DType } from '../../tensor/dtype.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
@@ -291,6 +293,18 @@ export class CudaBackend implements Backend {
   }
 
   /** Free and total device memory in bytes (for sizing the KV cache). */
+  checkKvCacheDtype(dtype: DType, o: KvShape): void {
+    if (dtype !== 'f8e4m3') return;
+    const why = this.float32
+      ? 'the CUDA f32 mode reads bf16/f32 caches only'
+      : this.prefillAttention === 'scalar'
+        ? 'scalar attention (prefillAttention) reads bf16/f32 caches only'
+        : decodeAttentionFits('bf16', o)
+          ? null
+          : `the tensor-core attention kernels need head_dim a multiple of 16 up to 128 and a GQA group of at most 16 (head_dim ${o.headDim}, group ${o.numHeads / o.numKvHeads})`;
+    if (why) throw new Error(`--kv-cache-dtype fp8: ${why}`);
+  }
+
   memoryInfo(): { free: number; total: number; pool: number; workspace: number } {
     return {
       ...this.dev.memInfo(),

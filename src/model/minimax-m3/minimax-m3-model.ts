@@ -13,7 +13,13 @@ import { attentionBlock } from './attention-block.js';
 import { traceGroup, type AllReduceTrace } from './allreduce-trace.js';
 import { expertParallelFfn } from './expert-parallel-moe.js';
 import { mlpBlock, moeBlock } from './ffn-block.js';
-import { allocKvCache, type KvCache, type KvCacheDtype, type KvScales } from './kv-cache.js';
+import {
+  allocKvCache,
+  kvTensorDtype,
+  type KvCache,
+  type KvCacheDtype,
+  type KvScales,
+} from './kv-cache.js';
 import { ResidualStream } from './residual-stream.js';
 import { StepContext } from './step-context.js';
 import type { LayerWeights, ModelWeights } from './weights.js';
@@ -68,6 +74,14 @@ export class MiniMaxM3Model {
     this.trace = o.trace;
     this.kvCacheDtype = o.kvCacheDtype ?? 'bf16';
     this.kvScales = o.kvScales ?? [];
+    if (this.kvCacheDtype === 'fp8_e4m3') {
+      const { numHeads, numKvHeads, headDim } = cfg;
+      backend.checkKvCacheDtype?.(kvTensorDtype(this.kvCacheDtype), {
+        numHeads,
+        numKvHeads,
+        headDim,
+      });
+    }
   }
 
   /** This rank's paged KV cache of `numPages` pages, in `kvCacheDtype`. */
