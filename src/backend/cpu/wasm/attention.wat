@@ -511,88 +511,102 @@
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block))))
 ;; MSA block selection (ops/msa-select.ts's rule) for the work units u = u0, u0 + ustep, ...
-;; < u1, unit u = (token t, index head h) = (u / Hi, u mod Hi): blocks 0..nb-1 (nb =
-;; floor(pos/S) + 1) when nb <= topk, else the first `init` and last `local` blocks plus the
-;; best-scoring others (ties to the lower index), ascending, into out[(h*T + t)*topk ..],
-;; unused slots -1. q [T, Hi*Di]; idxK [P, S, Di]. Scratch (one per thread): scores (f32, >= max
-;; nb) and taken (bytes, >= max nb).
+;; < u1, unit u = token t: for each index head h < Hi, blocks 0..nb-1 (nb = floor(pos/S) + 1)
+;; when nb <= topk, else the first `init` and last `local` blocks plus the best-scoring others
+;; (ties to the lower index), ascending, into out[(h*T + t)*topk ..], unused slots -1. Every
+;; head of a token is scored in one pass over its index keys (each block's keys read once
+;; from memory for all heads). q [T, Hi*Di]; idxK [P, S, Di]. Scratch (one per thread):
+;; scores (f32, >= Hi * max nb) and taken (bytes, >= max nb).
   (func (export "msa_select") (param $q i32) (param $kc i32) (param $meta i32) (param $out i32)
       (param $T i32) (param $u0 i32) (param $u1 i32) (param $ustep i32) (param $S i32) (param $Hi i32)
       (param $Di i32) (param $topk i32) (param $init i32) (param $local i32) (param $sc i32) (param $taken i32)
-    (local $u i32) (local $t i32) (local $h i32) (local $pos i32) (local $nb i32) (local $dst i32)
-    (local $b i32) (local $lo i32) (local $hi i32) (local $n i32) (local $best i32) (local $bs f32) (local $s f32) (local $i i32)
-    (local.set $u (local.get $u0))
+    (local $t i32) (local $h i32) (local $pos i32) (local $nb i32) (local $dst i32) (local $b i32)
+    (local.set $t (local.get $u0))
     (block $units_done
       (loop $unit
-        (br_if $units_done (i32.ge_u (local.get $u) (local.get $u1)))
-        (local.set $t (i32.div_u (local.get $u) (local.get $Hi)))
-        (local.set $h (i32.rem_u (local.get $u) (local.get $Hi)))
+        (br_if $units_done (i32.ge_u (local.get $t) (local.get $u1)))
         (local.set $pos (i32.load offset=0 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
         (local.set $nb (i32.add (i32.div_u (local.get $pos) (local.get $S)) (i32.const 1)))
-        (local.set $dst (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $h) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2))))
-        (if (i32.le_u (local.get $nb) (local.get $topk))
+        (if (i32.gt_u (local.get $nb) (local.get $topk))
           (then
-            (local.set $b (i32.const 0))
-            (block $d (loop $l
-              (br_if $d (i32.ge_u (local.get $b) (local.get $topk)))
-              (i32.store (i32.add (local.get $dst) (i32.shl (local.get $b) (i32.const 2)))
-                (select (local.get $b) (i32.const -1) (i32.lt_u (local.get $b) (local.get $nb))))
-              (local.set $b (i32.add (local.get $b) (i32.const 1)))
-              (br $l))))
-          (else
             (call $msaScores
-              (i32.add (local.get $q) (i32.shl (i32.mul (i32.add (i32.mul (local.get $t) (local.get $Hi)) (local.get $h)) (local.get $Di)) (i32.const 2)))
+              (i32.add (local.get $q) (i32.shl (i32.mul (i32.mul (local.get $t) (local.get $Hi)) (local.get $Di)) (i32.const 2)))
               (local.get $kc)
               (i32.load offset=4 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3))))
-              (local.get $pos) (local.get $S) (i32.const 1) (local.get $Di) (local.get $nb) (local.get $sc))
-            (local.set $lo (select (local.get $init) (local.get $nb) (i32.lt_u (local.get $init) (local.get $nb))))
-            (local.set $hi (i32.sub (local.get $nb) (local.get $local)))
-            (local.set $hi (select (local.get $hi) (local.get $lo) (i32.gt_s (local.get $hi) (local.get $lo))))
-            ;; forced blocks
-            (local.set $b (i32.const 0))
-            (block $d (loop $l
-              (br_if $d (i32.ge_u (local.get $b) (local.get $nb)))
-              (i32.store8 (i32.add (local.get $taken) (local.get $b))
-                (i32.or (i32.lt_u (local.get $b) (local.get $lo)) (i32.ge_u (local.get $b) (local.get $hi))))
-              (local.set $b (i32.add (local.get $b) (i32.const 1)))
-              (br $l)))
-            (local.set $n (i32.add (local.get $lo) (i32.sub (local.get $nb) (local.get $hi))))
-            ;; best-scoring others, one pass per free slot
-            (block $picked
-              (loop $pick
-                (br_if $picked (i32.ge_u (local.get $n) (local.get $topk)))
-                (local.set $best (i32.const -1))
-                (local.set $b (local.get $lo))
+              (local.get $pos) (local.get $S) (local.get $Hi) (local.get $Di) (local.get $nb) (local.get $sc))))
+        (local.set $h (i32.const 0))
+        (block $heads_done
+          (loop $head
+            (br_if $heads_done (i32.ge_u (local.get $h) (local.get $Hi)))
+            (local.set $dst (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $h) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2))))
+            (if (i32.le_u (local.get $nb) (local.get $topk))
+              (then
+                (local.set $b (i32.const 0))
                 (block $d (loop $l
-                  (br_if $d (i32.ge_u (local.get $b) (local.get $hi)))
-                  (if (i32.eqz (i32.load8_u (i32.add (local.get $taken) (local.get $b))))
-                    (then
-                      (local.set $s (f32.load (i32.add (local.get $sc) (i32.shl (local.get $b) (i32.const 2)))))
-                      (if (i32.or (i32.lt_s (local.get $best) (i32.const 0)) (f32.gt (local.get $s) (local.get $bs)))
-                        (then (local.set $best (local.get $b)) (local.set $bs (local.get $s))))))
+                  (br_if $d (i32.ge_u (local.get $b) (local.get $topk)))
+                  (i32.store (i32.add (local.get $dst) (i32.shl (local.get $b) (i32.const 2)))
+                    (select (local.get $b) (i32.const -1) (i32.lt_u (local.get $b) (local.get $nb))))
                   (local.set $b (i32.add (local.get $b) (i32.const 1)))
-                  (br $l)))
-                (br_if $picked (i32.lt_s (local.get $best) (i32.const 0)))
-                (i32.store8 (i32.add (local.get $taken) (local.get $best)) (i32.const 1))
-                (local.set $n (i32.add (local.get $n) (i32.const 1)))
-                (br $pick)))
-            ;; taken blocks ascending, then -1; taken cleared
-            (local.set $i (i32.const 0))
-            (local.set $b (i32.const 0))
-            (block $d (loop $l
-              (br_if $d (i32.ge_u (local.get $b) (local.get $nb)))
-              (if (i32.and (i32.load8_u (i32.add (local.get $taken) (local.get $b))) (i32.lt_u (local.get $i) (local.get $topk)))
-                (then
-                  (i32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2))) (local.get $b))
-                  (local.set $i (i32.add (local.get $i) (i32.const 1)))))
-              (i32.store8 (i32.add (local.get $taken) (local.get $b)) (i32.const 0))
-              (local.set $b (i32.add (local.get $b) (i32.const 1)))
-              (br $l)))
-            (block $d (loop $l
-              (br_if $d (i32.ge_u (local.get $i) (local.get $topk)))
-              (i32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2))) (i32.const -1))
-              (local.set $i (i32.add (local.get $i) (i32.const 1)))
-              (br $l)))))
-        (local.set $u (i32.add (local.get $u) (local.get $ustep)))
+                  (br $l))))
+              (else
+                (call $pick (local.get $dst) (i32.add (local.get $sc) (i32.shl (i32.mul (local.get $h) (local.get $nb)) (i32.const 2)))
+                  (local.get $nb) (local.get $topk) (local.get $init) (local.get $local) (local.get $taken))))
+            (local.set $h (i32.add (local.get $h) (i32.const 1)))
+            (br $head)))
+        (local.set $t (i32.add (local.get $t) (local.get $ustep)))
         (br $unit))))
+
+  ;; One head's pick from its block scores sc [nb] (nb > topk) into dst [topk]; taken (bytes,
+  ;; nb) is left cleared.
+  (func $pick (param $dst i32) (param $sc i32) (param $nb i32) (param $topk i32) (param $init i32)
+      (param $local i32) (param $taken i32)
+    (local $b i32) (local $lo i32) (local $hi i32) (local $n i32) (local $best i32) (local $bs f32) (local $s f32) (local $i i32)
+    (local.set $lo (select (local.get $init) (local.get $nb) (i32.lt_u (local.get $init) (local.get $nb))))
+    (local.set $hi (i32.sub (local.get $nb) (local.get $local)))
+    (local.set $hi (select (local.get $hi) (local.get $lo) (i32.gt_s (local.get $hi) (local.get $lo))))
+    ;; forced blocks
+    (local.set $b (i32.const 0))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $b) (local.get $nb)))
+      (i32.store8 (i32.add (local.get $taken) (local.get $b))
+        (i32.or (i32.lt_u (local.get $b) (local.get $lo)) (i32.ge_u (local.get $b) (local.get $hi))))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $l)))
+    (local.set $n (i32.add (local.get $lo) (i32.sub (local.get $nb) (local.get $hi))))
+    ;; best-scoring others, one pass per free slot
+    (block $picked
+      (loop $pick
+        (br_if $picked (i32.ge_u (local.get $n) (local.get $topk)))
+        (local.set $best (i32.const -1))
+        (local.set $b (local.get $lo))
+        (block $d (loop $l
+          (br_if $d (i32.ge_u (local.get $b) (local.get $hi)))
+          (if (i32.eqz (i32.load8_u (i32.add (local.get $taken) (local.get $b))))
+            (then
+              (local.set $s (f32.load (i32.add (local.get $sc) (i32.shl (local.get $b) (i32.const 2)))))
+              (if (i32.or (i32.lt_s (local.get $best) (i32.const 0)) (f32.gt (local.get $s) (local.get $bs)))
+                (then (local.set $best (local.get $b)) (local.set $bs (local.get $s))))))
+          (local.set $b (i32.add (local.get $b) (i32.const 1)))
+          (br $l)))
+        (br_if $picked (i32.lt_s (local.get $best) (i32.const 0)))
+        (i32.store8 (i32.add (local.get $taken) (local.get $best)) (i32.const 1))
+        (local.set $n (i32.add (local.get $n) (i32.const 1)))
+        (br $pick)))
+    ;; taken blocks ascending, then -1; taken cleared
+    (local.set $i (i32.const 0))
+    (local.set $b (i32.const 0))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $b) (local.get $nb)))
+      (if (i32.and (i32.load8_u (i32.add (local.get $taken) (local.get $b))) (i32.lt_u (local.get $i) (local.get $topk)))
+        (then
+          (i32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2))) (local.get $b))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))))
+      (i32.store8 (i32.add (local.get $taken) (local.get $b)) (i32.const 0))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $l)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $i) (local.get $topk)))
+      (i32.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 2))) (i32.const -1))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l))))
 )

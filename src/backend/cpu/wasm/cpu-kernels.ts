@@ -68,7 +68,7 @@ export interface CpuKernelsOptions {
  *
  * With `threads` > 1 large kernels are cut into a few chunks per thread that a pool of worker
  * threads sharing the heap claims: matmul by output columns (or rows when there are few
- * columns), attention by (token, KV group), MSA selection by (token, index head). Each output
+ * columns), attention by (token, KV group), MSA selection by token (all its index heads). Each output
  * element is computed by exactly one chunk, by the same code in the same order as on one
  * thread, so results are bit-identical whatever the thread count (tested).
  */
@@ -239,15 +239,15 @@ export class CpuKernels {
     const T = layout.numTokens;
     const { numIndexHeads: Hi, indexDim: Di } = o;
     const maxBlocks = Math.floor(this.tables.maxPos / S) + 1;
-    const units = T * Hi;
-    const flops = 2 * Di * units * (this.tables.maxPos + 1);
+    const units = T; // a token's index heads share one pass over its keys
+    const flops = 2 * Di * Hi * T * (this.tables.maxPos + 1);
     const n = Math.min(units, this.chunksFor(flops));
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
-      const s = this.scratch[i]!.f32(2 * maxBlocks + 4);
+      const s = this.scratch[i]!.f32((Hi + 1) * maxBlocks + 4); // Hi heads' scores, then taken
       // prettier-ignore
       rows.push(['msa_select', idxQ.byteOffset, idxK.byteOffset, this.tables.metaPtr, out.byteOffset,
-        T, i, units, n, S, Hi, Di, o.topk, o.initBlocks, o.localBlocks, s.byteOffset, s.byteOffset + 4 * maxBlocks]);
+        T, i, units, n, S, Hi, Di, o.topk, o.initBlocks, o.localBlocks, s.byteOffset, s.byteOffset + 4 * Hi * maxBlocks]);
     }
     this.pool.run(rows, flops >= this.minWakeFlops);
   }
