@@ -49,6 +49,11 @@ interface StallRow {
   itlP50Ms: number;
   /** Longest gap between two tokens of a running stream during the long prefill. */
   maxGapMs: number;
+  /**
+   * Tokens each running stream received while the long prompt prefilled: at least one per
+   * chunk when every step carries one chunk beside the decodes (no step stalls them longer).
+   */
+  tokensPerStreamDuring: number;
 }
 
 const letters = (n: number, rng: SeededRng): string =>
@@ -127,6 +132,7 @@ async function stallRow(o: StallOpts, rng: SeededRng): Promise<StallRow> {
     chunkMs: (to - from) / chunks,
     itlP50Ms: median(outside),
     maxGapMs: Math.max(...during),
+    tokensPerStreamDuring: during.length / S,
   };
   console.log(`stall: ${JSON.stringify(row)}`);
   return row;
@@ -148,7 +154,8 @@ function tables(chunk: number, rows: ContextRow[], stall: StallRow): string {
     `Stall: ${stall.streams} streams decoding when a ${stall.context}-token prompt arrives ` +
       `(${stall.chunks} chunks, TTFT ${f(stall.longTtftMs)} ms = ${f(stall.chunkMs)} ms per chunk): ` +
       `longest gap between their tokens ${f(stall.maxGapMs)} ms ` +
-      `(${f(stall.maxGapMs / stall.chunkMs, 2)} chunks), median gap otherwise ${f(stall.itlP50Ms, 2)} ms.`,
+      `(${f(stall.maxGapMs / stall.chunkMs, 2)} × the mean chunk; later chunks attend to more keys), ` +
+      `${f(stall.tokensPerStreamDuring)} tokens per stream meanwhile, median gap otherwise ${f(stall.itlP50Ms, 2)} ms.`,
     '',
   ].join('\n');
 }
