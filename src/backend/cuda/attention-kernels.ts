@@ -132,7 +132,7 @@ export const MSA_BLOCK_SCORES = kernel({
     S: 'i32',
   },
   launch: 'grid (ceil(nT/64), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2',
-  defines: ['MSA_DI'],
+  defines: ['MSA_DI', 'KV_FP8'],
 });
 export const MSA_TOPK = kernel({
   file: 'msa-score',

@@ -1,11 +1,12 @@
 /**
- * Launchers for MSA block selection: kernels/msa-score.cu (tensor cores) and kernels/msa.cu,
- * which also scores FP8 index keys (--kv-cache-dtype fp8).
+ * Launchers for MSA block selection: kernels/msa-score.cu (tensor cores) and kernels/msa.cu;
+ * both score FP8 index keys (--kv-cache-dtype fp8: msa-score.cu under -DKV_FP8, msa_select_*8).
  */
 import type { MsaOptions } from '../backend.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
-import { cuda, letter } from './cuda-tensor.js';
+import { cuda, letter, type CudaTensor } from './cuda-tensor.js';
+import { kvDefines } from './kv-cache-args.js';
 import { launchKernel } from './kernel-launch.js';
 import { MSA_BLOCK_SCORES, MSA_SELECT, MSA_TOPK } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
@@ -34,9 +35,13 @@ export function msaSelect(
     throw new Error(`msaSelect: index cache shape [${kc.shape.join(', ')}] is not [P, S, ${Di}]`);
   const S = kc.shape[1]!;
   const mma =
-    qi.dtype === 'bf16' && kc.dtype === 'bf16' && Di % 16 === 0 && Di <= 128 && S % 64 === 0;
+    qi.dtype === 'bf16' &&
+    (kc.dtype === 'bf16' || kc.dtype === 'f8e4m3') &&
+    Di % 16 === 0 &&
+    Di <= 128 &&
+    S % 64 === 0;
   if (scoring === 'tensor-cores' && mma) {
-    blockScoresTopk(ctx, oo.ptr, qi.ptr, kc.ptr, meta, o, S);
+    blockScoresTopk(ctx, oo.ptr, qi.ptr, kc, meta, o, S);
     return;
   }
   const smem = Math.ceil(((Di + meta.pageStride) * 4 + meta.pageStride) / 16) * 16;
@@ -73,7 +78,7 @@ function blockScoresTopk(
   ctx: OpContext,
   out: number,
   idxQ: number,
-  idxK: number,
+  kc: CudaTensor,
   meta: CudaBatchMeta,
   o: MsaOptions,
   S: number,
@@ -93,11 +98,16 @@ function blockScoresTopk(
       ctx,
       MSA_BLOCK_SCORES,
       'msa_block_scores',
-      { grid: [tiles, Hi, Z], block: [128, 1, 1], smem: smemScores, defines: { MSA_DI: Di } },
+      {
+        grid: [tiles, Hi, Z],
+        block: [128, 1, 1],
+        smem: smemScores,
+        defines: kvDefines(kc, { MSA_DI: Di }),
+      },
       {
         scores,
         idxQ,
-        idxK,
+        idxK: kc.ptr,
         positions: meta.positions,
         seqOfToken: meta.seqOfToken,
         pageTable: meta.pageTable,

@@ -15,15 +15,26 @@
 //   0..positions[t]/S, then the best others (ties to the lower index); out [Hi, T, topk] i32,
 //   ascending, -1 padded. Launch: grid (nT, Hi), block 128, dyn smem pageStride*5 bytes.
 //
+// KV_FP8 = 1 (-DKV_FP8): the index keys are E4M3 codes at scale 1 (--kv-cache-dtype fp8), widened
+// exactly to bf16 on their way into shared memory (plain loads instead of cp.async).
 // Tested by test/gpu/msa-prefill-check.ts (`gpu-check --only msa`) against the CPU backend (ids
 // equal wherever the CPU's scores are not near-tied at the selection boundary) and msa.cu.
 // The default for bf16 (CudaBackendOptions.msaScoring); passed on one H200 on 2026-12-02.
 #include "common.cuh"
 #include "mma.cuh"
 #include "msa-pick.cuh"
+#include "fp8.cuh"
 
 #ifndef MSA_DI
 #define MSA_DI 128
+#endif
+#ifndef KV_FP8
+#define KV_FP8 0
+#endif
+#if KV_FP8
+typedef e4m3_t kv_t;
+#else
+typedef bf16_t kv_t;
 #endif
 
 namespace {
@@ -42,20 +53,24 @@ __device__ __forceinline__ void load_a_rows(unsigned (*qa)[4], const bf16_t* q0,
   }
 }
 
-__device__ __forceinline__ void load_keys(bf16_t* ks, const bf16_t* kc, const int* pt, int kt,
+__device__ __forceinline__ void load_keys(bf16_t* ks, const kv_t* kc, const int* pt, int kt,
                                           int hi, int S) {
   constexpr int VPR = MSA_DI / 8;
   for (int i = threadIdx.x; i < BN * VPR; i += blockDim.x) {
     const int j = i / VPR, v = i - j * VPR, key = kt + j;
     const bool ok = key < hi;
     const long long off = ok ? ((long long)pt[key / S] * S + key % S) * MSA_DI + v * 8 : 0;
+#if KV_FP8
+    *reinterpret_cast<uint4*>(ks + j * KP + v * 8) = ok ? ld8_bf16(kc + off) : make_uint4(0u, 0u, 0u, 0u);
+#else
     cp_async16(ks + j * KP + v * 8, kc + off, ok);
+#endif
   }
 }
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(128) msa_block_scores(
-    float* scores, const bf16_t* idxQ, const bf16_t* idxK, const int* positions,
+    float* scores, const bf16_t* idxQ, const kv_t* idxK, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int t0, int nT, int Hi, int S) {
   extern __shared__ __align__(16) unsigned char smraw[];
   bf16_t* sk = reinterpret_cast<bf16_t*>(smraw);  // 2 stages x [BN][KP]
