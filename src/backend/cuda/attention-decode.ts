@@ -70,7 +70,11 @@ export function attentionDecode(
   }
   const splits = splitsFor(ctx.dev.smCount, T, Hkv, topk, S);
   const part = splits > 1 ? ctx.ws.get('attention.partials', T * H * splits * (Dh + 2) * 4) : 0;
-  const smem = 2 * KEYS_PER_TILE * 2 * (Dh + 8) * 2;
+  // bf16: two K|V stages; FP8: one bf16 K|V tile and two stages of codes (attention-decode.cu).
+  const smem =
+    t.kc.dtype === 'f8e4m3'
+      ? KEYS_PER_TILE * 2 * (Dh + 8) * 2 + 2 * 2 * KEYS_PER_TILE * Dh
+      : 2 * KEYS_PER_TILE * 2 * (Dh + 8) * 2;
   launchKernel(
     ctx,
     ATTENTION_DECODE,

@@ -13,8 +13,9 @@
 // splits == 1 writes out; otherwise part [T*H, splits] x (Dh acc, m, l) in the natural-log
 // convention of attention.cu's attention_combine, which merges the splits.
 // Dh = AD_DH (-DAD_DH, a multiple of 16, at most 128); G = H / Hkv <= 16.
-// KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype fp8), widened exactly to
-// bf16 on their way into shared memory (plain loads instead of cp.async); the key scale is in
+// KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype fp8). The code tiles are
+// double-buffered by cp.async (8-byte copies) behind one bf16 tile, into which each is widened
+// exactly before its MMAs; dynamic smem 2*64*(Dh+8)*2 + 2*2*64*Dh bytes. The key scale is in
 // `scale` (the launcher passes scale * k_scale), the value scale multiplies the output (vScale,
 // 1 for bf16 caches).
 // Tested by test/gpu/decode-attention-check.ts against the CPU backend and the scalar kernel.
@@ -50,6 +51,10 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
   constexpr int DH = AD_DH, KT = DH / 16, NT = DH / 8;
   constexpr int STAGE = 2 * BN * PITCH;  // K then V, bf16 elements
   bf16_t* sm = reinterpret_cast<bf16_t*>(smraw);
+#if KV_FP8
+  constexpr int RAW = 2 * BN * DH;  // K then V codes of one tile, bytes
+  unsigned char* raw = smraw + STAGE * 2;  // 2 stages of codes after one bf16 stage
+#endif
   __shared__ int tileLo[MAX_TILES], tileHi[MAX_TILES], numTiles;
   __shared__ float wm[4][16], wl[4][16];
   const int t = blockIdx.x, g = blockIdx.y, z = blockIdx.z, splits = gridDim.z;
@@ -100,9 +105,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
       const bool ok = key < hi;
       const long long off = ok ? ((long long)pt[key / S] * S + key % S) * W + g * DH + v * 8 : 0;
 #if KV_FP8
-      const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-      *reinterpret_cast<uint4*>(ks + j * PITCH + v * 8) = ok ? ld8_bf16(kc + off) : zero;
-      *reinterpret_cast<uint4*>(vs + j * PITCH + v * 8) = ok ? ld8_bf16(vc + off) : zero;
+      (void)ks, (void)vs;
+      cp_async8(raw + stage * RAW + c * 8, kc + off, ok);
+      cp_async8(raw + stage * RAW + BN * DH + c * 8, vc + off, ok);
 #else
       cp_async16(ks + j * PITCH + v * 8, kc + off, ok);
       cp_async16(vs + j * PITCH + v * 8, vc + off, ok);
@@ -137,9 +142,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
     cp_commit();
     cp_wait<1>();
     __syncthreads();
+#if KV_FP8
+    // Widen tile i's codes into the bf16 tile (its readers of tile i-1 are past the last sync).
+    for (int c = tid; c < 2 * BN * (DH / 8); c += blockDim.x) {
+      const int kv = c / (BN * (DH / 8)), r = c - kv * (BN * (DH / 8));
+      const int j = r / (DH / 8), v = r - j * (DH / 8);
+      *reinterpret_cast<uint4*>(sm + kv * BN * PITCH + j * PITCH + v * 8) =
+          ld8_bf16(reinterpret_cast<const e4m3_t*>(raw + (i & 1) * RAW + c * 8));
+    }
+    __syncthreads();
+    const bf16_t* ks = sm;
+#else
+    const bf16_t* ks = sm + (i & 1) * STAGE;
+#endif
     int lo, hi;
     range(i, lo, hi);
-    const bf16_t* ks = sm + (i & 1) * STAGE;
     const bf16_t* vs = ks + BN * PITCH;
     const int k0 = warp * 16;  // this warp's 16 keys of the tile
     if (lo + k0 < hi) {

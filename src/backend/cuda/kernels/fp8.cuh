@@ -36,6 +36,12 @@ __device__ __forceinline__ void widen4(unsigned w, float mul, unsigned* out) {
   out[0] = (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16);
   out[1] = (unsigned)f2bf(c) | ((unsigned)f2bf(d) << 16);
 }
+/** cp.async of 8 bytes (8 E4M3 codes) into shared memory; `valid` false fills zeros. */
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const int sz = valid ? 8 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(gmem), "r"(sz));
+}
 /** 8 consecutive cache elements as 8 bf16 (16 bytes): bf16 as stored, E4M3 widened exactly. */
 __device__ __forceinline__ uint4 ld8_bf16(const bf16_t* p) {
   return *reinterpret_cast<const uint4*>(p);
