@@ -1,8 +1,11 @@
 /**
  * bench:comm — latency of the CUDA IPC collectives (all-reduce one-shot and two-shot,
  * all-gather, reduce-scatter) and of the fused all-reduce + residual add + RMSNorm against the
- * unfused all-reduce then add_rmsnorm, at 1..8192 tokens × hidden, bf16, for 2/4/8 ranks:
+ * unfused all-reduce then add_rmsnorm, at 1..8192 tokens × hidden, bf16, for 2/4/8 ranks; and
+ * GEMM + reduce-scatter against GEMM then reduce-scatter for o_proj (K 8192/W) and the dense
+ * down_proj (K 12288/W) at M 128..32768 (gemm-rs-bench-rank.ts):
  *   npm run bench:comm -- [--ranks 2,4,8] [--tokens 1,8,...,8192] [--hidden 6144]
+ *        [--gemm-rs-m 128,512,...,32768] [--only collectives,gemm-rs]
  *        [--iters 20] [--reps 5] [--gpus N] [--procs] [--out DIR]
  * Rank → device: with one GPU, the W ranks are W streams of this process (stream emulation);
  * with N ≥ 2 GPUs (or --procs), each rank is its own process on device rank % N, ranks
@@ -19,6 +22,7 @@ import { ONE_SHOT_MAX_BYTES } from '../src/parallel/cuda-ipc/allreduce-algorithm
 import { streamGroup } from '../test/gpu/comm-check.js';
 import { runRankGroup } from '../test/gpu/spawn-ranks.js';
 import { BENCH_OPS, benchRank, type BenchJob, type BenchPoint } from './comm-bench-rank.js';
+import { runGemmRsBench } from './gemm-rs-bench.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -85,8 +89,9 @@ async function main(): Promise<void> {
   const ranks = list(arg('ranks', '2,4,8'));
   const gpus = process.argv.includes('--gpus') ? Number(arg('gpus', '1')) : deviceCount();
   const procs = process.argv.includes('--procs') || gpus > 1;
+  const only = new Set(arg('only', 'collectives,gemm-rs').split(','));
   const runs: Run[] = [];
-  for (const W of ranks) {
+  for (const W of only.has('collectives') ? ranks : []) {
     let points: BenchPoint[];
     let mode: string;
     if (procs) {
@@ -106,12 +111,23 @@ async function main(): Promise<void> {
     printRun(run, job);
     runs.push(run);
   }
+  const gemmRsJob = {
+    M: list(arg('gemm-rs-m', '128,512,768,1024,1536,2048,4096,8192,16384,32768')),
+    hidden: job.hidden,
+    iters: Math.max(1, Math.floor(job.iters / 4)),
+    reps: job.reps,
+  };
+  const gemmRs = only.has('gemm-rs') ? await runGemmRsBench(ranks, gpus, procs, gemmRsJob) : [];
   const outDir = arg('out', process.env['OUT'] ?? '.');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, 'comm-bench.json');
   writeFileSync(
     file,
-    JSON.stringify({ job, gpus, oneShotMaxBytes: ONE_SHOT_MAX_BYTES, runs }, null, 2),
+    JSON.stringify(
+      { job, gpus, oneShotMaxBytes: ONE_SHOT_MAX_BYTES, runs, gemmRsJob, gemmRs },
+      null,
+      2,
+    ),
   );
   console.log(`\nwrote ${file}`);
 }

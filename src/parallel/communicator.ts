@@ -1,5 +1,8 @@
 import type { Tensor } from '../tensor/tensor.js';
 
+/** out [M, N] = x [M, K] · w [N, K]ᵀ on this rank's device (`Backend.matmul`). */
+export type Matmul = (out: Tensor, x: Tensor, w: Tensor) => void;
+
 /**
  * Collectives over one process group. Every rank calls the same collectives in the same
  * order with tensors of the same shape (the model calls them at named points only).
@@ -41,6 +44,21 @@ export interface Communicator {
     h: Tensor,
     w: Tensor,
     eps: number,
+  ): void | Promise<void>;
+  /**
+   * Optional, seed 001's GEMM + reduce-scatter of a row-parallel projection under SP:
+   * all [W·n, N] is the projection's full partial output, whose first M rows it writes with
+   * `matmul(·, x, w)` (x [M, K], M ≤ W·n; the other rows are left as they are), and
+   * out [n, N] = rows [rank·n, (rank+1)·n) of Σ_ranks all. Bit for bit `matmul(rows(all, 0, M),
+   * x, w)` then `reduceScatter(out, all)` for a `matmul` whose rows do not depend on how many
+   * rows one call takes (the CUDA IPC communicator splits the GEMM by row blocks).
+   */
+  matmulReduceScatter?(
+    out: Tensor,
+    all: Tensor,
+    x: Tensor,
+    w: Tensor,
+    matmul: Matmul,
   ): void | Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 import type { Tensor } from '../tensor/tensor.js';
-import type { Communicator } from './communicator.js';
+import type { Communicator, Matmul } from './communicator.js';
 
 /**
  * Wraps a communicator to measure the time spent in collectives: the device is synchronised
@@ -13,11 +13,33 @@ export class TimedCommunicator implements Communicator {
   calls = 0;
   /** Off: calls pass straight through, with no syncs. */
   enabled = false;
+  /** The inner communicator's fused ops, timed, where it has them (else absent, as there). */
+  readonly allReduceAddRmsNorm?: (
+    a: Tensor,
+    r: Tensor,
+    h: Tensor,
+    w: Tensor,
+    eps: number,
+  ) => Promise<void>;
+  readonly matmulReduceScatter?: (
+    out: Tensor,
+    all: Tensor,
+    x: Tensor,
+    w: Tensor,
+    matmul: Matmul,
+  ) => Promise<void>;
 
   constructor(
     private readonly inner: Communicator & { close(): void; abort?(): void },
     private readonly sync: () => void,
-  ) {}
+  ) {
+    const fused = inner.allReduceAddRmsNorm?.bind(inner);
+    if (fused)
+      this.allReduceAddRmsNorm = (a, r, h, w, eps) => this.time(() => fused(a, r, h, w, eps));
+    const gemmRs = inner.matmulReduceScatter?.bind(inner);
+    if (gemmRs)
+      this.matmulReduceScatter = (o, all, x, w, mm) => this.time(() => gemmRs(o, all, x, w, mm));
+  }
 
   get rank(): number {
     return this.inner.rank;

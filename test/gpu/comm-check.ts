@@ -53,12 +53,17 @@ export interface StreamGroup {
   close(): void;
 }
 
-export function streamGroup(W: number, maxBytes: number, kernels?: KernelCache): StreamGroup {
+export function streamGroup(
+  W: number,
+  maxBytes: number,
+  kernels?: KernelCache,
+  o: { gemmRsMinRows?: number } = {},
+): StreamGroup {
   const libs = loadCudaLibs();
   const devs = Array.from({ length: W }, () => new CudaDevice(libs, 0));
   const kc = kernels ?? new KernelCache(devs[0]!);
   const ctxs = devs.map((dev) => ({ dev, kernels: kc, ws: new Workspace(dev) }));
-  const comms = createStreamIpcGroup(devs, kc, { maxBytes });
+  const comms = createStreamIpcGroup(devs, kc, { maxBytes, ...o });
   return { devs, ctxs, comms, close: () => comms.forEach((c) => c.close()) };
 }
 

@@ -22,7 +22,9 @@ import {
 } from '../../src/parallel/transport/process-group.js';
 import { allReduceRows, reduceAddNormRows } from '../../src/parallel/reduction-semantics.js';
 import { benchRank, type BenchJob } from '../../bench/comm-bench-rank.js';
+import { benchGemmRs, type GemmRsBenchJob } from '../../bench/gemm-rs-bench-rank.js';
 import { bitMismatches, deviceTensor, get, hostData, put } from './comm-data.js';
+import { bf16Pool, runGemmRsCase, type GemmRsShape } from './gemm-rs-case.js';
 
 export interface RankJob {
   readonly rank: number;
@@ -34,6 +36,12 @@ export interface RankJob {
   readonly maxBytes: number;
   readonly check?: { readonly tokens: readonly number[]; readonly hidden: number };
   readonly bench?: BenchJob;
+  /** The communicator's GEMM + reduce-scatter row threshold (default GEMM_RS_MIN_ROWS). */
+  readonly gemmRsMinRows?: number;
+  /** GEMM + reduce-scatter cases (gemm-rs-case.ts). */
+  readonly gemmRs?: readonly { name: string; shape: GemmRsShape; graph?: boolean }[];
+  /** GEMM + reduce-scatter bench (gemm-rs-bench-rank.ts). */
+  readonly gemmRsBench?: GemmRsBenchJob;
 }
 
 export interface ChildCheck {
@@ -158,7 +166,9 @@ async function main(): Promise<void> {
   const comm = await createCudaIpcCommunicator(group.rank, group.worldSize, group.peers, backend, {
     maxBytes: job.maxBytes,
     ranksPerDevice: job.ranksPerDevice,
+    ...(job.gemmRsMinRows !== undefined && { gemmRsMinRows: job.gemmRsMinRows }),
   });
+  const rank = { dev: backend.dev, comm, matmul: backend.matmul.bind(backend) };
   let result: unknown;
   if (job.check) {
     const checks: ChildCheck[] = [];
@@ -166,6 +176,25 @@ async function main(): Promise<void> {
     result = { rank: job.rank, checks };
   } else if (job.bench) {
     result = { rank: job.rank, bench: benchRank(backend.ctx, [comm], job.bench) };
+  } else if (job.gemmRs) {
+    const pool = bf16Pool(
+      Math.max(...job.gemmRs.map((c) => Math.max(c.shape.N, c.shape.M) * c.shape.K)) + 1024,
+      5,
+    );
+    const checks = job.gemmRs.flatMap((c): ChildCheck[] => {
+      const r = runGemmRsCase([rank], c.shape, pool, c);
+      return [
+        { check: `GEMM-RS ${c.name}: ran chunked (1 = fell back)`, mismatches: r.chunked ? 0 : 1 },
+        { check: `GEMM-RS ${c.name}: vs GEMM then reduce-scatter`, mismatches: r.outBits },
+        { check: `GEMM-RS ${c.name}: chunk GEMMs vs one GEMM`, mismatches: r.partialBits },
+        ...(r.graphBits !== undefined
+          ? [{ check: `GEMM-RS ${c.name}: graph, 2 replays`, mismatches: r.graphBits }]
+          : []),
+      ];
+    });
+    result = { rank: job.rank, checks };
+  } else if (job.gemmRsBench) {
+    result = { rank: job.rank, bench: benchGemmRs([rank], job.gemmRsBench) };
   }
   comm.barrier();
   console.log(`RESULT ${JSON.stringify(result)}`);

@@ -5,7 +5,8 @@
  * time slices: the cases are small, and each group must finish within its timeout.
  */
 import type { Row } from './check-util.js';
-import type { ChildCheck } from './comm-child.js';
+import type { ChildCheck, RankJob } from './comm-child.js';
+import { projections } from './gemm-rs-case.js';
 import { runRankGroup } from './spawn-ranks.js';
 
 export interface ProcessCheckOptions {
@@ -19,13 +20,53 @@ export async function checkCommProcesses(o: ProcessCheckOptions): Promise<Row[]>
   const rows: Row[] = [];
   for (const W of o.ranks) {
     const maxT = Math.max(...o.tokens);
+    const job = {
+      maxBytes: W * maxT * o.hidden * 2,
+      check: { tokens: o.tokens, hidden: o.hidden },
+    };
+    rows.push(...(await runChecks(W, job, o.timeoutMs)));
+  }
+  return rows;
+}
+
+/**
+ * GEMM + reduce-scatter with the ranks as processes sharing the GPU: o_proj and down_proj at
+ * M = 1024 (the graph too) and a padded small M, every case chunked (threshold 1 row).
+ */
+export async function checkGemmRsProcesses(
+  ranks: readonly number[],
+  timeoutMs: number,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const W of ranks) {
+    const cases = [
+      ...projections(W, 1024).map((p) => ({
+        name: `${p.name} M=1024`,
+        shape: p.shape,
+        graph: true,
+      })),
+      { name: 'o_proj M=100', shape: { M: 100, N: 6144, K: 8192 / W } },
+    ];
+    const maxBytes = 1024 * 6144 * 2;
+    rows.push(...(await runChecks(W, { maxBytes, gemmRs: cases, gemmRsMinRows: 1 }, timeoutMs)));
+  }
+  return rows;
+}
+
+async function runChecks(
+  W: number,
+  job: Pick<RankJob, 'maxBytes' | 'check' | 'gemmRs' | 'gemmRsMinRows'>,
+  timeoutMs: number,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  const o = { timeoutMs };
+  {
     const jobs = Array.from({ length: W }, (_, rank) => ({
       rank,
       worldSize: W,
       ordinal: 0,
       ranksPerDevice: W,
-      maxBytes: W * maxT * o.hidden * 2,
-      check: { tokens: o.tokens, hidden: o.hidden },
+      ...job,
     }));
     const t0 = performance.now();
     try {

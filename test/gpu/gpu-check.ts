@@ -1,8 +1,9 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8 (default), comm, comm-procs, group]
- *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144]
+ *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8 (default), comm, comm-procs,
+ *                gemm-rs, group] [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192]
+ *        [--comm-hidden 6144] [--gemm-rs-procs 2,4]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
  * 4. the GPU sampler against the host sampler (sampler-check.ts), 5. greedy tokens through the
@@ -10,6 +11,8 @@
  * 6. streamed and dummy loading on CUDA versus CPU, and the NaN/Inf scan (load-check.ts),
  * 7. the CUDA IPC collectives and the fused all-reduce + add + norm with 2/4/8 ranks sharing
  * the GPU as streams (comm-check.ts) and as processes (comm-process-check.ts),
+ * 7b. GEMM + reduce-scatter against GEMM then reduce-scatter bit for bit, ranks as streams
+ * (comm-gemm-rs-check.ts) and as processes (comm-process-check.ts),
  * 8. `--tp` groups sharing the GPU through the CLI: forward vs the CPU backend, the fusion
  * trace, and failing ranks ending the group (group-check.ts),
  * 9. FP8 weights: every FP8 op and FP8 models against the CPU (fp8-check.ts),
@@ -22,7 +25,8 @@ import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { createCudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import { type Row, printTable } from './check-util.js';
 import { checkCommStreams } from './comm-check.js';
-import { checkCommProcesses } from './comm-process-check.js';
+import { checkGemmRsStreams } from './comm-gemm-rs-check.js';
+import { checkCommProcesses, checkGemmRsProcesses } from './comm-process-check.js';
 import { checkDecodeAttention } from './decode-attention-check.js';
 import { checkEngineGreedy } from './engine-check.js';
 import { checkSharedGpuGroups } from './group-check.js';
@@ -121,6 +125,14 @@ async function main(): Promise<void> {
     const rows = await checkCommProcesses(o);
     printTable('IPC collectives, ranks as processes sharing the GPU (cuIpc handles)', rows);
     all.push(...rows);
+  }
+  if (only.has('gemm-rs')) {
+    const rows = guard('gemm-rs', () => checkGemmRsStreams(commRanks));
+    printTable('GEMM + reduce-scatter, ranks as streams of one process', rows);
+    const procs = arg('gemm-rs-procs', '2,4').split(',').map(Number);
+    const prows = await checkGemmRsProcesses(procs, 180_000);
+    printTable('GEMM + reduce-scatter, ranks as processes sharing the GPU', prows);
+    all.push(...rows, ...prows);
   }
   if (only.has('group')) {
     const rows = await checkSharedGpuGroups(golden);

@@ -265,6 +265,11 @@ export class CudaDevice {
     this.check.cu(this.libs.cu.cuEventSynchronize(ev), 'cuEventSynchronize');
   }
 
+  /** This stream's later work waits on the device for `ev` (no host wait; capturable). */
+  streamWait(ev: unknown): void {
+    this.check.cu(this.libs.cu.cuStreamWaitEvent(this.stream, ev, 0), 'cuStreamWaitEvent');
+  }
+
   record(ev: unknown): void {
     this.check.cu(this.libs.cu.cuEventRecord(ev, this.stream), 'cuEventRecord');
   }

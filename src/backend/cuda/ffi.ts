@@ -141,6 +141,8 @@ function declareDriverExec(d: (names: string | readonly string[], sig: string) =
     cuEventCreate: d('cuEventCreate', 'int %(_Out_ void **ev, uint32_t flags)'),
     cuEventRecord: d('cuEventRecord', 'int %(void *ev, void *stream)'),
     cuEventSynchronize: d('cuEventSynchronize', 'int %(void *ev)'),
+    /** The stream waits on the device for `ev` (capturable: forks/joins a captured graph). */
+    cuStreamWaitEvent: d('cuStreamWaitEvent', 'int %(void *stream, void *ev, uint32_t flags)'),
     /** 0 = done, 600 (CUDA_ERROR_NOT_READY) = still pending. */
     cuEventQuery: d('cuEventQuery', 'int %(void *ev)'),
     cuEventElapsedTime: d(

@@ -339,6 +339,12 @@ export const IPC_BARRIER = kernel({
   args: IPC_ARGS,
   launch: 'grid (1), block 32',
 });
+export const GEMM_RS_REDUCE = kernel({
+  file: 'allreduce',
+  names: variants('gemm_rs_reduce_', B),
+  args: { out: 'ptr', self: 'ptr', ...IPC_ARGS, n: 'i64', vec: 'i32' },
+  launch: `${IPC_GRID}, after the pushes (gemm-reduce-scatter.ts)`,
+});
 
 // ------------------------------------------------------------------ kernels/fp8-gemm.cu
 const FP8_FLAVOURS = ['blk', 'mx'] as const;

@@ -6,17 +6,17 @@ import type { AttentionWeights } from './weights.js';
 /**
  * Self-attention of one layer (shared/design/minimax-m3.md §2.4–2.5): q/k/v projections,
  * per-head Gemma q/k norms, partial NeoX RoPE, paged KV write, then dense causal GQA or
- * (MSA layers) attention over the blocks the index branch selects. o_proj is row-parallel:
- * out holds this rank's partial sum, which the caller reduces (all-reduce, or SP
- * reduce-scatter). x [T, D] → out [T, D].
+ * (MSA layers) attention over the blocks the index branch selects. x [T, D] → the attention
+ * output [T, H·Dh] of this rank's heads; o_proj (row-parallel, w.oProj) is the caller's, as
+ * one step with its reduction (ResidualStream.project: GEMM then all-reduce, or under SP
+ * GEMM + reduce-scatter).
  */
 export function attentionBlock(
   ctx: StepContext,
   w: AttentionWeights,
   kv: LayerKvCache,
   x: Tensor,
-  out: Tensor,
-): void {
+): Tensor {
   const { backend: b, cfg, meta } = ctx;
   const T = ctx.numTokens;
   const Dh = cfg.headDim;
@@ -48,7 +48,7 @@ export function attentionBlock(
     vScale: kv.vScale,
     blocks,
   });
-  b.matmul(out, attn, w.oProj); // [T, D] partial over tp ranks
+  return attn;
 }
 
 /** The MSA index branch: one index query head per local KV head, one shared index key. */

@@ -4,6 +4,14 @@ import type { MlpWeights, MoeWeights } from './weights.js';
 
 /** Dense SwiGLU-OAI MLP, column- then row-parallel: x [M, D] → out [M, D] (partial over tp). */
 export function mlpBlock(ctx: StepContext, w: MlpWeights, x: Tensor, out: Tensor): void {
+  ctx.backend.matmul(out, mlpHidden(ctx, w, x), w.down);
+}
+
+/**
+ * The column-parallel half of the MLP, x [M, D] → act [M, I/tp]: what down_proj (row-parallel,
+ * w.down) takes, for a caller that runs down_proj with its reduction (ResidualStream.project).
+ */
+export function mlpHidden(ctx: StepContext, w: MlpWeights, x: Tensor): Tensor {
   const { backend: b, cfg } = ctx;
   const M = x.shape[0]!;
   const I = w.down.shape[1]!;
@@ -11,7 +19,7 @@ export function mlpBlock(ctx: StepContext, w: MlpWeights, x: Tensor, out: Tensor
   const act = ctx.scratch([M, I]); // [M, I]
   b.matmul(gu, x, w.gateUp);
   b.swigluOai(act, gu, cfg.swigluAlpha, cfg.swigluLimit);
-  b.matmul(out, act, w.down);
+  return act;
 }
 
 /** Router output of M rows: ids and weights [M, K'] (K' = K + 1 with a fused shared slot). */

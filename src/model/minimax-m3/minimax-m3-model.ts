@@ -12,7 +12,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import { attentionBlock } from './attention-block.js';
 import { traceGroup, type AllReduceTrace } from './allreduce-trace.js';
 import { expertParallelFfn } from './expert-parallel-moe.js';
-import { mlpBlock, moeBlock } from './ffn-block.js';
+import { mlpHidden, moeBlock } from './ffn-block.js';
 import {
   allocKvCache,
   kvTensorDtype,
@@ -154,9 +154,8 @@ export class MiniMaxM3Model {
       for (let i = 0; i < this.cfg.numLayers; i++) {
         const w = this.weights.layers[i]!;
         await this.reduceAddNorm(ctx, i - 1, { a, r, h, w: w.inputNorm }, deferred);
-        const attn = rs.partialOutput();
-        attentionBlock(ctx, w.attn, kv.layers[i]!, await rs.gather(a), attn.out);
-        h = await rs.reduce(attn.all);
+        const attn = attentionBlock(ctx, w.attn, kv.layers[i]!, await rs.gather(a));
+        h = await rs.project(attn, w.attn.oProj); // o_proj with its reduction
         b.addRmsNorm(a, r, h, w.postAttnNorm, this.cfg.rmsNormEps);
         deferred = this.placement[i]?.reduction === 'deferred';
         h = await this.ffn(ctx, rs, i, w, a, deferred);
@@ -209,9 +208,9 @@ export class MiniMaxM3Model {
     if (w.moe && usesExpertParallel(this.layout))
       return expertParallelFfn(ctx, rs, i, w.moe, a, defer);
     const x = await rs.gather(a);
+    if (!w.moe) return rs.project(mlpHidden(ctx, w.mlp!, x), w.mlp!.down, defer); // down_proj
     const part = rs.partialOutput();
-    if (w.moe) moeBlock(ctx, i, w.moe, x, part.out);
-    else mlpBlock(ctx, w.mlp!, x, part.out);
+    moeBlock(ctx, i, w.moe, x, part.out);
     return rs.reduce(part.all, defer);
   }
 

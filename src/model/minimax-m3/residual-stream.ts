@@ -89,6 +89,24 @@ export class ResidualStream {
     return h;
   }
 
+  /**
+   * A row-parallel projection x [T, K] · wᵀ (o_proj, the dense down_proj) with its reduction:
+   * under SP one `matmulReduceScatter` where the communicator has it (seed 001's GEMM +
+   * reduce-scatter, the same bits as the GEMM then `reduce`), else the GEMM into the partial
+   * output then `reduce(all, defer)`.
+   */
+  async project(x: Tensor, w: Tensor, defer = false): Promise<Tensor> {
+    const { backend: b, comm } = this.ctx;
+    const part = this.partialOutput();
+    if (this.sp && comm.matmulReduceScatter) {
+      const h = this.buffer('reduced', this.numRows);
+      await comm.matmulReduceScatter(h, part.all, x, w, (o, xs, ws) => b.matmul(o, xs, ws));
+      return h;
+    }
+    b.matmul(part.out, x, w);
+    return this.reduce(part.all, defer);
+  }
+
   private buffer(name: 'gathered' | 'partial' | 'reduced', rows: number): Tensor {
     return (this.buffers[name] ??= this.ctx.scratch([rows, this.ctx.cfg.hiddenSize]));
   }

@@ -7,13 +7,15 @@ import { DTYPE_BYTES } from '../../tensor/dtype.js';
 import { shapeStr } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { CommStats, type CollectiveOp } from '../comm-stats.js';
-import type { Communicator } from '../communicator.js';
+import type { Communicator, Matmul } from '../communicator.js';
 import type { FramedSocket } from '../transport/framed-socket.js';
 import {
   chooseAllReduce,
   ONE_SHOT_MAX_BYTES,
   type AllReduceAlgorithm,
 } from './allreduce-algorithm.js';
+import { GEMM_RS_MIN_ROWS } from './gemm-rs-plan.js';
+import { GemmReduceScatter, rowView } from './gemm-reduce-scatter.js';
 import { IpcBuffers } from './ipc-buffers.js';
 import * as k from './ipc-kernels.js';
 import { maxBlocks } from './ipc-layout.js';
@@ -25,6 +27,8 @@ export interface CudaIpcOptions {
   readonly ranksPerDevice: number;
   /** All-reduces up to this many bytes run one-shot (default ONE_SHOT_MAX_BYTES). */
   readonly oneShotMaxBytes?: number;
+  /** Projections of at least this many rows run as GEMM + reduce-scatter (GEMM_RS_MIN_ROWS). */
+  readonly gemmRsMinRows?: number;
   /** How long the handle exchange waits for a peer (ms, default 60 s). */
   readonly timeoutMs?: number;
 }
@@ -40,11 +44,19 @@ export class CudaIpcCommunicator implements Communicator {
   readonly stats = new CommStats(false);
   /** The algorithm of the latest all-reduce (for checks and benches). */
   lastAlgorithm: AllReduceAlgorithm | null = null;
+  /** Whether the latest matmulReduceScatter ran as GEMM + reduce-scatter (checks, benches). */
+  lastGemmRs = false;
+  readonly oneShotMaxBytes: number;
+  readonly gemmRsMinRows: number;
+  private gemmRs: GemmReduceScatter | null = null;
 
   constructor(
     private readonly l: k.IpcLaunch,
-    readonly oneShotMaxBytes = ONE_SHOT_MAX_BYTES,
-  ) {}
+    o: Pick<CudaIpcOptions, 'oneShotMaxBytes' | 'gemmRsMinRows'> = {},
+  ) {
+    this.oneShotMaxBytes = o.oneShotMaxBytes ?? ONE_SHOT_MAX_BYTES;
+    this.gemmRsMinRows = o.gemmRsMinRows ?? GEMM_RS_MIN_ROWS;
+  }
 
   get rank(): number {
     return this.l.buffers.rank;
@@ -128,6 +140,27 @@ export class CudaIpcCommunicator implements Communicator {
     this.count('allReduce', hs, (this.worldSize - 1) * hs.bytes);
   }
 
+  /**
+   * Seed 001's GEMM + reduce-scatter (gemm-rs-plan.ts): from `gemmRsMinRows` rows the GEMM
+   * runs block by block, each peer block pushed to its owner while the next one is computed;
+   * below it, GEMM then reduceScatter. Both give the bits of `matmul` then `reduceScatter`.
+   */
+  matmulReduceScatter(out: Tensor, all: Tensor, x: Tensor, w: Tensor, matmul: Matmul): void {
+    const o = io(out, 'matmulReduceScatter.out');
+    const a = io(all, 'matmulReduceScatter.all', o.dtype, this.worldSize * o.numel);
+    const M = x.shape[0]!;
+    if (M > a.shape[0]!)
+      throw new Error(`matmulReduceScatter: x ${shapeStr(x.shape)} has more rows than all`);
+    this.lastGemmRs = a.shape[0]! >= this.gemmRsMinRows;
+    if (!this.lastGemmRs) {
+      matmul(rowView(a, 0, M), x, w);
+      return this.reduceScatter(o, a);
+    }
+    this.gemmRs ??= new GemmReduceScatter(this.l);
+    this.gemmRs.run(o, a, x, w, matmul);
+    this.count('reduceScatter', a, (this.worldSize - 1) * o.bytes);
+  }
+
   /** Frees this rank's buffer and unmaps the peers' (after every rank's last collective). */
   close(): void {
     this.l.buffers.close();
@@ -174,10 +207,7 @@ export async function createCudaIpcCommunicator(
     blocks,
     o.timeoutMs ?? 60_000,
   );
-  return new CudaIpcCommunicator(
-    { ctx: backend.ctx, buffers, maxBlocks: buffers.maxBlocks },
-    o.oneShotMaxBytes,
-  );
+  return new CudaIpcCommunicator({ ctx: backend.ctx, buffers, maxBlocks: buffers.maxBlocks }, o);
 }
 
 /**
@@ -192,9 +222,6 @@ export function createStreamIpcGroup(
   const blocks = maxBlocks(devs[0]!.smCount, devs.length);
   return IpcBuffers.local(devs, o.maxBytes, blocks).map(
     (buffers, r) =>
-      new CudaIpcCommunicator(
-        { ctx: { dev: devs[r]!, kernels }, buffers, maxBlocks: blocks },
-        o.oneShotMaxBytes,
-      ),
+      new CudaIpcCommunicator({ ctx: { dev: devs[r]!, kernels }, buffers, maxBlocks: blocks }, o),
   );
 }

@@ -26,10 +26,12 @@
 //   ar_add_rmsnorm_warp_<res><h><w>: grid (min(maxBlocks, ceil(rows / 8))), block 256 (n < 512)
 //   ar_add_rmsnorm_rows_<res><h><w>: grid (rows), block 256, no barrier inside: launched
 //     between two ipc_barrier launches when rows > maxBlocks (n >= 512)
+//   gemm_rs_reduce_<t>: grid (min(maxBlocks, ceil(packs / 512))), block 512 (after the pushes)
 //   ipc_barrier: grid (1), block 32
 // Tested by test/gpu/comm-check.ts (npm run test:gpu -- --only comm): 2, 4, 8 ranks on one GPU
 // as streams and as processes, against the CPU definition bit for bit; the fused kernel
-// against the unfused all-reduce + add_rmsnorm bit for bit; graph capture and replay.
+// against the unfused all-reduce + add_rmsnorm bit for bit; graph capture and replay; GEMM +
+// reduce-scatter against GEMM then reduce_scatter bit for bit (streams and processes).
 #include "common.cuh"
 #include "norm-row.cuh"
 
@@ -334,6 +336,59 @@ __device__ void broadcast(T* out, const unsigned long long* peers, int rank, int
   }
 COLLECTIVES(b, bf16_t)
 COLLECTIVES(f, float)
+
+// ---------------------------------------------------------------- GEMM + reduce-scatter
+// The last step of a GEMM + reduce-scatter (gemm-reduce-scatter.ts): rank q's GEMM rows for
+// this rank were pushed into slot q (n elements at q*n) of this rank's tmp region by copies
+// ordered before this launch on rank q's stream; this rank's own rows are `self` (never
+// copied). out [n] = Σ_q slot_q [n] in rank order 0..W-1 in float32, rounded once: what
+// reduce_scatter computes from the same partials, bit for bit.
+template <typename T>
+__device__ __forceinline__ const T* rs_slot(const Ipc& c, const T* self, int q, long long n) {
+  return q == c.rank ? self : tmp_of<T>(c, c.rank) + q * n;
+}
+
+template <typename T>
+__device__ void gemm_rs_reduce(T* out, const T* self, const unsigned long long* peers, int rank,
+                               int W, long long cap, long long n, int vec) {
+  __shared__ unsigned long long sb[IPC_MAX_RANKS];
+  const Ipc c = ipc_begin(sb, peers, rank, W, cap);
+  ipc_barrier_at(c, PH_START);  // every rank's pushes into this rank's slots are done
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  constexpr int V = Pack<T>::V;
+  long long packed = 0;
+  if (vec) {
+    const long long P = n / V;
+    for (long long j = t; j < P; j += stride) {
+      float f[V];
+      ld_pack(f, rs_slot<T>(c, self, 0, n) + j * V);
+      for (int q = 1; q < W; q++) {
+        float g[V];
+        ld_pack(g, rs_slot<T>(c, self, q, n) + j * V);
+#pragma unroll
+        for (int k = 0; k < V; k++) f[k] += g[k];
+      }
+      st_pack(out + j * V, f);
+    }
+    packed = P * V;
+  }
+  for (long long i = packed + t; i < n; i += stride) {
+    float s = ld_peer(rs_slot<T>(c, self, 0, n) + i);
+    for (int q = 1; q < W; q++) s += ld_peer(rs_slot<T>(c, self, q, n) + i);
+    stf(out + i, s);
+  }
+  ipc_end(c);  // after it no rank reads this rank's slots: the next op may refill them
+}
+
+#define GEMM_RS(S, T)                                                                            \
+  extern "C" __global__ void gemm_rs_reduce_##S(T* out, const T* self,                          \
+                                                const unsigned long long* peers, int rank,      \
+                                                int W, long long cap, long long n, int vec) {   \
+    gemm_rs_reduce(out, self, peers, rank, W, cap, n, vec);                                      \
+  }
+GEMM_RS(b, bf16_t)
+GEMM_RS(f, float)
 
 // ---------------------------------------------------------------- fused all-reduce + add + norm
 // res [rows, n] += round_TX(Σ_q h_q) ; out = GemmaRMSNorm(res; w): the immediate path's
