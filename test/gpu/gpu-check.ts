@@ -3,7 +3,8 @@
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
  *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8 (default), comm, comm-procs,
  *                gemm-rs, group] [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192]
- *        [--comm-hidden 6144] [--gemm-rs-procs 2,4]
+ *        [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
+ *        [--group-layouts tp2,tp4+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
  * 4. the GPU sampler against the host sampler (sampler-check.ts), 5. greedy tokens through the
@@ -29,7 +30,7 @@ import { checkGemmRsStreams } from './comm-gemm-rs-check.js';
 import { checkCommProcesses, checkGemmRsProcesses } from './comm-process-check.js';
 import { checkDecodeAttention } from './decode-attention-check.js';
 import { checkEngineGreedy } from './engine-check.js';
-import { checkSharedGpuGroups } from './group-check.js';
+import { checkSharedGpuGroups, type GroupLayout } from './group-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
@@ -135,7 +136,12 @@ async function main(): Promise<void> {
     all.push(...rows, ...prows);
   }
   if (only.has('group')) {
-    const rows = await checkSharedGpuGroups(golden);
+    // --group-parts layouts,trace,failures; --group-layouts tp4,tp2+sp,tp2+sp+long,tp4:--allreduce-fusion=off
+    const parts = new Set(arg('group-parts', 'layouts,trace,failures').split(','));
+    const picked = process.argv.includes('--group-layouts')
+      ? arg('group-layouts', '').split(',').map(parseLayout)
+      : undefined;
+    const rows = await checkSharedGpuGroups(golden, parts, picked);
     printTable(
       '--tp groups sharing the GPU (--gpu-ids 0,..): vs CPU, fusion trace, failures',
       rows,
@@ -158,6 +164,19 @@ async function main(): Promise<void> {
   const failed = all.filter((r) => !r.pass).length;
   console.log(`\n${all.length - failed}/${all.length} checks passed`);
   process.exitCode = failed > 0 ? 1 : 0;
+}
+
+/** `tp4`, `tp2+sp`, `tp2+sp+long`, with `:--flag=value` extra CLI arguments. */
+function parseLayout(s: string): GroupLayout {
+  const [head, ...extra] = s.split(':');
+  const m = /^tp(\d+)(\+sp)?(\+long)?$/.exec(head!);
+  if (!m) throw new Error(`--group-layouts: bad layout ${s}`);
+  return {
+    tp: Number(m[1]),
+    sp: m[2] !== undefined,
+    long: m[3] !== undefined,
+    extra: extra.flatMap((e) => e.split('=')),
+  };
 }
 
 function guard(what: string, f: () => Row[]): Row[] {

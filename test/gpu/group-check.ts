@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readTraceDir, summarizeTrace } from '../../src/parallel/allreduce-trace-summary.js';
+import { GEMM_RS_MIN_ROWS } from '../../src/parallel/cuda-ipc/gemm-rs-plan.js';
 import type { Row } from './check-util.js';
 import { compareLogits } from './golden-check.js';
 
@@ -135,17 +136,36 @@ function routeRowsDiffering(a: Forward, b: Forward): { diff: number; rows: numbe
   return { diff, rows };
 }
 
+/** One forward layout of check 1: `long` repeats the prompt past GEMM_RS_MIN_ROWS tokens. */
+export interface GroupLayout {
+  readonly tp: number;
+  readonly sp: boolean;
+  readonly long?: boolean;
+  readonly extra?: readonly string[];
+}
+
+export const GROUP_LAYOUTS: readonly GroupLayout[] = [
+  { tp: 2, sp: false },
+  { tp: 4, sp: false },
+  { tp: 2, sp: true },
+  { tp: 4, sp: true },
+  // SP with T >= GEMM_RS_MIN_ROWS: o_proj and the dense down_proj run as GEMM + reduce-scatter.
+  { tp: 2, sp: true, long: true },
+];
+
 /** 1: every layout on one GPU against the CPU backend. */
-async function checkLayouts(caseDir: string, ids: number[]): Promise<Row[]> {
+async function checkLayouts(
+  caseDir: string,
+  prompt: number[],
+  layouts: readonly GroupLayout[],
+): Promise<Row[]> {
   const rows: Row[] = [];
-  for (const [tp, sp] of [
-    [2, false],
-    [4, false],
-    [2, true],
-    [4, true],
-  ] as const) {
-    const layout = ['--tp', String(tp), ...(sp ? ['--sp'] : [])];
-    const name = `tp${tp}${sp ? '+sp' : ''} --gpu-ids ${gpuIds(tp)}`;
+  for (const { tp, sp, long, extra = [] } of layouts) {
+    const ids = long
+      ? Array.from({ length: GEMM_RS_MIN_ROWS + 77 }, (_, i) => prompt[i % prompt.length]!)
+      : prompt;
+    const layout = ['--tp', String(tp), ...(sp ? ['--sp'] : []), ...extra];
+    const name = `tp${tp}${sp ? '+sp' : ''}${long ? ` T=${ids.length}` : ''}${extra.length ? ` ${extra.join(' ')}` : ''} --gpu-ids ${gpuIds(tp)}`;
     try {
       const ref = await forward(caseDir, ids, ['--backend', 'cpu', ...layout]);
       const got = await forward(caseDir, ids, [
@@ -257,14 +277,19 @@ async function checkFailures(caseDir: string): Promise<Row[]> {
   return rows;
 }
 
-export async function checkSharedGpuGroups(goldenDir: string): Promise<Row[]> {
+/** `parts`: which of layouts, trace, failures to run (default all). */
+export async function checkSharedGpuGroups(
+  goldenDir: string,
+  parts: ReadonlySet<string> = new Set(['layouts', 'trace', 'failures']),
+  layouts: readonly GroupLayout[] = GROUP_LAYOUTS,
+): Promise<Row[]> {
   const caseDir = join(goldenDir, 'tiny-moe');
   const { ids } = JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as {
     ids: number[];
   };
   return [
-    ...(await checkLayouts(caseDir, ids)),
-    await checkFusionTrace(caseDir, ids),
-    ...(await checkFailures(caseDir)),
+    ...(parts.has('layouts') ? await checkLayouts(caseDir, ids, layouts) : []),
+    ...(parts.has('trace') ? [await checkFusionTrace(caseDir, ids)] : []),
+    ...(parts.has('failures') ? await checkFailures(caseDir) : []),
   ];
 }
