@@ -42,7 +42,7 @@ export const workerCommand: Command = {
     if (rank < 1 || rank >= worldSize)
       throw new UsageError(`--rank must be in 1..${worldSize - 1} (rank 0 is the launcher)`);
     const beat = values['heartbeat-file'];
-    const unwatch = watchLauncher(rank, typeof beat === 'string' ? beat : undefined);
+    const { unwatch, watchdog } = watchLauncher(rank, typeof beat === 'string' ? beat : undefined);
     try {
       const group = await formGroupAsWorker(rank, {
         worldSize,
@@ -51,7 +51,10 @@ export const workerCommand: Command = {
         bindHost: String(values['bind-host']),
         timeoutMs: numberOption(values, 'rendezvous-timeout', 300) * 1000,
       });
-      await runRankWorker(group, { fault: injectedFault(rank) });
+      await runRankWorker(group, {
+        fault: injectedFault(rank),
+        entered: () => watchdog.collective(),
+      });
     } catch (e) {
       throw new Error(`rank ${rank}: ${(e as Error).message}`);
     } finally {
@@ -64,7 +67,10 @@ export const workerCommand: Command = {
  * Exits when the launcher's end of our stdin closes (it exited or was killed); if this thread
  * is blocked when that happens, the hang watchdog kills the process instead.
  */
-function watchLauncher(rank: number, heartbeatFile: string | undefined): () => void {
+function watchLauncher(
+  rank: number,
+  heartbeatFile: string | undefined,
+): { unwatch: () => void; watchdog: HangWatchdog } {
   const watchdog = new HangWatchdog({
     label: `rank ${rank}`,
     ...(heartbeatFile !== undefined && { heartbeatFile }),
@@ -77,10 +83,11 @@ function watchLauncher(rank: number, heartbeatFile: string | undefined): () => v
   process.stdin.on('end', gone);
   process.stdin.on('error', gone);
   process.stdin.resume();
-  return () => {
+  const unwatch = (): void => {
     watchdog.stop();
     process.stdin.off('end', gone);
     process.stdin.off('error', gone);
     process.stdin.destroy();
   };
+  return { unwatch, watchdog };
 }

@@ -11,8 +11,9 @@ import { readEnv } from '../../config/env.js';
  * - **lost peer**: when this thread is blocked for over `staleMs` and a watched process is
  *   gone, SIGKILLs the watched processes still alive and this one, naming the gone rank;
  * - **hung rank** (launchers only, `checkHangs`): when a watched rank's published heartbeat,
- *   or this process's own (with `selfRank`), is older than `2 · staleMs`, the rank that stopped first is the
- *   cause. If it is a worker and this thread is still responsive, that worker is SIGKILLed
+ *   or this process's own (with `selfRank`), is older than `2 · staleMs`, the cause is the rank
+ *   that entered the fewest collectives (`collective()`: its peers are waiting in the next one),
+ *   among equals the one that stopped first. If it is a worker and this thread is still responsive, that worker is SIGKILLed
  *   and `onHung` tells the main thread (which ends the group in order, naming it); otherwise
  *   every process is SIGKILLed here, with one line naming the rank.
  *
@@ -33,11 +34,12 @@ const alive = (pid) => {
     return false;
   }
 };
+// A worker's file: "<last beat ms> <collectives entered>".
 const published = (p) => {
   if (!p.file) return undefined;
   try {
-    const v = Number(fs.readFileSync(p.file, 'utf8'));
-    return v > 0 ? v : undefined;
+    const [t, n] = fs.readFileSync(p.file, 'utf8').trim().split(/\\s+/).map(Number);
+    return t > 0 ? { t, n: n || 0 } : undefined;
   } catch {
     return undefined;
   }
@@ -57,7 +59,7 @@ const secs = (ms) => ms / 1000 + ' s';
 function tick() {
   const now = Date.now();
   const own = now - beat[0];
-  if (out !== null) try { fs.writeSync(out, String(beat[0]).padStart(20, ' '), 0); } catch {}
+  if (out !== null) try { fs.writeSync(out, (beat[0] + ' ' + beat[1]).padStart(40, ' '), 0); } catch {}
   const dead = [...peers.values()].filter((p) => !alive(p.pid));
   if (own > w.staleMs && dead.length > 0) {
     say(dead.map(name).join(', ') + ' is gone and this rank has been blocked for over ' +
@@ -69,10 +71,12 @@ function tick() {
     const stale = [];
     for (const p of peers.values()) {
       const b = published(p);
-      if (b !== undefined && now - b > hangMs && alive(p.pid)) stale.push({ ...p, since: b });
+      if (b !== undefined && now - b.t > hangMs && alive(p.pid)) stale.push({ ...p, since: b.t, entered: b.n });
     }
-    if (w.selfRank !== undefined && own > hangMs) stale.push({ pid: process.pid, rank: w.selfRank, since: beat[0], self: true });
-    stale.sort((a, b) => a.since - b.since);
+    if (w.selfRank !== undefined && own > hangMs) stale.push({ pid: process.pid, rank: w.selfRank, since: beat[0], entered: beat[1], self: true });
+    // The cause is the rank behind the others: fewest collectives entered (its peers wait in
+    // the next one); among equals, the one whose heartbeat stopped first.
+    stale.sort((a, b) => a.entered - b.entered || a.since - b.since);
     const first = stale[0];
     if (first && (first.self || own > w.staleMs)) {
       say(name(first) + ' has been blocked for over ' + secs(hangMs) + ' (a step that never returns)');
@@ -112,7 +116,8 @@ export interface HangWatchdogOptions {
 }
 
 export class HangWatchdog {
-  private readonly beat = new Float64Array(new SharedArrayBuffer(8));
+  /** [0]: the main thread's last beat (ms), [1]: collectives this rank has entered. */
+  private readonly beat = new Float64Array(new SharedArrayBuffer(16));
   private readonly thread: Worker;
   private readonly timer: NodeJS.Timeout;
 
@@ -150,6 +155,11 @@ export class HangWatchdog {
 
   unwatch(pid: number): void {
     this.thread.postMessage({ remove: pid });
+  }
+
+  /** This rank enters its next collective (called by the rank's communicator wrapper). */
+  collective(): void {
+    this.beat[1] = this.beat[1]! + 1;
   }
 
   stop(): void {

@@ -60,7 +60,9 @@ export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver
     const ready = watchControl(group.control, watch);
     const init = encodeStep({ kind: 'init', spec: o.spec });
     for (const c of group.control) c?.send(CONTROL.step, 0, init);
-    const rt = await watch.race(createRankRuntime(o.spec, group, o.fault));
+    const rt = await watch.race(
+      createRankRuntime(o.spec, group, o.fault, () => workers.collective()),
+    );
     await watch.race(ready);
     const pids = [...workers.pids].map(([r, pid]) => `rank ${r} pid ${pid}`);
     o.log(`ranks ready: rank 0 pid ${process.pid}${pids.length ? `, ${pids.join(', ')}` : ''}`);

@@ -85,6 +85,11 @@ export class LocalWorkers {
     return child.pid ?? -1;
   }
 
+  /** This process (rank 0) enters its next collective: published to the hang check. */
+  collective(): void {
+    this.watchdog?.collective(); // started with the first worker
+  }
+
   /** One watchdog for this host's workers: lost peers while blocked, and hung ranks. */
   private hangWatchdog(): HangWatchdog {
     return (this.watchdog ??= new HangWatchdog({

@@ -5,6 +5,7 @@ import { StreamLoadProgress } from '../../model/weights/load-progress.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import type { Communicator } from '../../parallel/communicator.js';
 import { CpuCommunicator } from '../../parallel/cpu/cpu-communicator.js';
+import { ProgressCommunicator } from '../../parallel/progress-communicator.js';
 import { TimedCommunicator } from '../../parallel/timed-communicator.js';
 import type { ProcessGroup } from '../../parallel/transport/process-group.js';
 import type { RankSpec } from './step-messages.js';
@@ -41,6 +42,8 @@ export async function createRankRuntime(
   spec: RankSpec,
   group: ProcessGroup,
   fault?: InjectedFault,
+  /** Called as this rank enters each collective (its hang watchdog's `collective`). */
+  entered?: () => void,
 ): Promise<RankRuntime> {
   const ordinal = spec.gpuIds?.[group.rank % spec.gpuIds.length];
   const backend = await createBackend(spec.backend, {
@@ -48,7 +51,8 @@ export async function createRankRuntime(
     ...(ordinal !== undefined && { deviceOrdinal: ordinal }),
   });
   runInitFault(fault); // test seam: a rank failing while the communicator is set up
-  const inner = await createCommunicator(spec, group, backend);
+  const made = await createCommunicator(spec, group, backend);
+  const inner = entered ? new ProgressCommunicator(made, entered) : made;
   const comm = spec.profileComm ? new TimedCommunicator(inner, () => backend.synchronize()) : inner;
   const model = await loadModel(spec.modelDir, {
     backend,

@@ -9,6 +9,8 @@ import { decodeStep, encodeStatus, type StepMessage } from './step-messages.js';
 export interface RankWorkerOptions {
   /** Test seam (withInjectedFault): fail this rank's chosen forward step. */
   readonly fault?: InjectedFault;
+  /** Called as this rank enters each collective (its hang watchdog's `collective`). */
+  readonly entered?: () => void;
 }
 
 /**
@@ -29,7 +31,7 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
       const msg: StepMessage = decodeStep(frame.payload);
       switch (msg.kind) {
         case 'init': {
-          const base = await createRankRuntime(msg.spec, group, o.fault);
+          const base = await createRankRuntime(msg.spec, group, o.fault, o.entered);
           rt = { ...base, model: withInjectedFault(base.model, o.fault) };
           control.send(CONTROL.status, 0, encodeStatus({ kind: 'ready', rank: group.rank }));
           break;
