@@ -8,6 +8,8 @@
  * cuIpcOpenMemHandle), runs the job and prints one `RESULT <json>` line.
  */
 import { createCudaBackend, type CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
+import { cuda } from '../../src/backend/cuda/cuda-tensor.js';
+import type { Tensor } from '../../src/tensor/tensor.js';
 import {
   createCudaIpcCommunicator,
   type CudaIpcCommunicator,
@@ -156,6 +158,62 @@ function checkFusedRank(
   ];
 }
 
+/**
+ * The IPC all-to-all against the CPU definition (rows q sends here, in rank order): a seeded
+ * row-count matrix with empty pairs (rank 0 sends nothing to the last rank, the last rank
+ * receives nothing from rank 1) and a rank sending nothing at all, for bf16 [·, D], f32 and
+ * i32 [·, 3] rows (the expert-parallel dispatch's x, weights and ids).
+ */
+function checkAllToAllRank(b: CudaBackend, comm: CudaIpcCommunicator, D: number): ChildCheck[] {
+  const { rank: r, worldSize: W } = comm;
+  const S = Array.from({ length: W }, (_, q) =>
+    Array.from({ length: W }, (_, p) => {
+      if (q === W - 1 && W > 2) return 0; // the last rank sends nothing
+      if ((q === 0 && p === W - 1) || (q === 1 && p === W - 1)) return 0;
+      return (q * 7 + p * 3 + 1) % 5;
+    }),
+  );
+  const out: ChildCheck[] = [];
+  for (const [dtype, width] of [
+    ['bf16', D],
+    ['f32', 3],
+    ['i32', 3],
+  ] as const) {
+    const rows = (q: number): number => S[q]!.reduce((a, c) => a + c, 0);
+    const data = (q: number): Float32Array =>
+      hostData(rows(q) * width, 500 + q, 'random', dtype === 'bf16' ? 'bf16' : 'f32');
+    const sendRows = S[r]!;
+    const recvRows = S.map((row) => row[r]!);
+    const x = b.upload(data(r), [rows(r), width], dtype === 'i32' ? 'f32' : dtype);
+    const xs =
+      dtype === 'i32' ? b.upload(new Int32Array(data(r).buffer), [rows(r), width], 'i32') : x;
+    const o = b.alloc([recvRows.reduce((a, c) => a + c, 0), width], dtype);
+    comm.allToAll(o, xs, sendRows, recvRows);
+    const want: number[] = [];
+    for (let q = 0; q < W; q++) {
+      const from = S[q]!.slice(0, r).reduce((a, c) => a + c, 0);
+      const d = new Uint32Array(data(q).buffer);
+      for (let i = from * width; i < (from + S[q]![r]!) * width; i++)
+        want.push(dtype === 'bf16' ? d[i]! >>> 16 : d[i]!);
+    }
+    const got = rawOf(b, o);
+    let mism = Math.abs(got.length - want.length);
+    for (let i = 0; i < Math.min(got.length, want.length); i++) if (got[i] !== want[i]) mism++;
+    out.push({ check: `all-to-all ${dtype} rows of ${width}`, mismatches: mism });
+    b.free(o);
+    b.free(xs);
+  }
+  return out;
+}
+
+/** A tensor's raw words: bf16 bit patterns, or f32 / i32 bits. */
+function rawOf(b: CudaBackend, t: Tensor): Uint16Array | Uint32Array {
+  const c = cuda(t, 'all-to-all check');
+  const raw = c.dtype === 'bf16' ? new Uint16Array(c.numel) : new Uint32Array(c.numel);
+  if (c.numel > 0) b.dev.download(raw, c.ptr);
+  return raw;
+}
+
 async function main(): Promise<void> {
   // Load every kernel of a module with it: a lazily loaded first launch may wait behind a
   // kernel spinning for another rank (CUDA lazy-loading caveat for interdependent kernels).
@@ -173,6 +231,7 @@ async function main(): Promise<void> {
   if (job.check) {
     const checks: ChildCheck[] = [];
     for (const T of job.check.tokens) checks.push(...checkRank(backend, comm, T, job.check.hidden));
+    checks.push(...checkAllToAllRank(backend, comm, job.check.hidden));
     result = { rank: job.rank, checks };
   } else if (job.bench) {
     result = { rank: job.rank, bench: benchRank(backend.ctx, [comm], job.bench) };

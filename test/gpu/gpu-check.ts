@@ -166,15 +166,16 @@ async function main(): Promise<void> {
   process.exitCode = failed > 0 ? 1 : 0;
 }
 
-/** `tp4`, `tp2+sp`, `tp2+sp+long`, with `:--flag=value` extra CLI arguments. */
+/** `tp4`, `tp2+sp`, `tp2+ep+sp`, `tp2+sp+long`, with `:--flag=value` extra CLI arguments. */
 function parseLayout(s: string): GroupLayout {
   const [head, ...extra] = s.split(':');
-  const m = /^tp(\d+)(\+sp)?(\+long)?$/.exec(head!);
+  const m = /^tp(\d+)(\+ep)?(\+sp)?(\+long)?$/.exec(head!);
   if (!m) throw new Error(`--group-layouts: bad layout ${s}`);
   return {
     tp: Number(m[1]),
-    sp: m[2] !== undefined,
-    long: m[3] !== undefined,
+    ep: m[2] !== undefined,
+    sp: m[3] !== undefined,
+    long: m[4] !== undefined,
     extra: extra.flatMap((e) => e.split('=')),
   };
 }

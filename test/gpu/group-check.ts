@@ -140,6 +140,7 @@ function routeRowsDiffering(a: Forward, b: Forward): { diff: number; rows: numbe
 export interface GroupLayout {
   readonly tp: number;
   readonly sp: boolean;
+  readonly ep?: boolean;
   readonly long?: boolean;
   readonly extra?: readonly string[];
 }
@@ -151,6 +152,10 @@ export const GROUP_LAYOUTS: readonly GroupLayout[] = [
   { tp: 4, sp: true },
   // SP with T >= GEMM_RS_MIN_ROWS: o_proj and the dense down_proj run as GEMM + reduce-scatter.
   { tp: 2, sp: true, long: true },
+  // --ep on a shared GPU: the IPC communicator's all-to-all dispatch and combine.
+  { tp: 2, sp: false, ep: true },
+  { tp: 2, sp: true, ep: true },
+  { tp: 4, sp: true, ep: true },
 ];
 
 /** 1: every layout on one GPU against the CPU backend. */
@@ -160,12 +165,12 @@ async function checkLayouts(
   layouts: readonly GroupLayout[],
 ): Promise<Row[]> {
   const rows: Row[] = [];
-  for (const { tp, sp, long, extra = [] } of layouts) {
+  for (const { tp, sp, ep, long, extra = [] } of layouts) {
     const ids = long
       ? Array.from({ length: GEMM_RS_MIN_ROWS + 77 }, (_, i) => prompt[i % prompt.length]!)
       : prompt;
-    const layout = ['--tp', String(tp), ...(sp ? ['--sp'] : []), ...extra];
-    const name = `tp${tp}${sp ? '+sp' : ''}${long ? ` T=${ids.length}` : ''}${extra.length ? ` ${extra.join(' ')}` : ''} --gpu-ids ${gpuIds(tp)}`;
+    const layout = ['--tp', String(tp), ...(ep ? ['--ep'] : []), ...(sp ? ['--sp'] : []), ...extra];
+    const name = `tp${tp}${ep ? '+ep' : ''}${sp ? '+sp' : ''}${long ? ` T=${ids.length}` : ''}${extra.length ? ` ${extra.join(' ')}` : ''} --gpu-ids ${gpuIds(tp)}`;
     try {
       const ref = await forward(caseDir, ids, ['--backend', 'cpu', ...layout]);
       const got = await forward(caseDir, ids, [

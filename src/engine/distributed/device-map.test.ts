@@ -58,10 +58,8 @@ describe('device map (--gpu-ids, --comm)', () => {
     ).toThrow(/--comm ipc works between the ranks of one host/);
   });
 
-  it('refuses --ep over IPC (no all-to-all there yet), saying why IPC was chosen', () => {
-    expect(() => resolveDeviceMap({ ...cuda, localRanks: 2, gpuIds: [0, 0], ep: true })).toThrow(
-      /--ep needs an all-to-all, which the CUDA IPC communicator \(chosen because ranks share a GPU\) does not have yet/,
-    );
+  it('runs --ep over IPC on a shared GPU (its all-to-all), over NCCL on one GPU per rank', () => {
+    expect(resolveDeviceMap({ ...cuda, localRanks: 2, gpuIds: [0, 0], ep: true }).comm).toBe('ipc');
     expect(resolveDeviceMap({ ...cuda, localRanks: 2, ep: true }).comm).toBe('nccl');
   });
 

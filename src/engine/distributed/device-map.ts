@@ -21,7 +21,7 @@ export interface DeviceMapRequest {
   readonly gpuIds?: readonly number[];
   /** `--comm`; undefined picks by backend and device map. */
   readonly comm?: string;
-  /** `--ep` (its token dispatch needs an all-to-all). */
+  /** `--ep` (its token dispatch needs an all-to-all: NCCL's, or the IPC communicator's). */
   readonly ep?: boolean;
 }
 
@@ -70,10 +70,6 @@ export function resolveDeviceMap(r: DeviceMapRequest): DeviceMap {
   if (chosen === 'ipc' && r.nnodes > 1)
     throw new Error(
       '--comm ipc works between the ranks of one host; use --comm nccl with --nnodes > 1',
-    );
-  if (chosen === 'ipc' && r.ep)
-    throw new Error(
-      `--ep needs an all-to-all, which the CUDA IPC communicator${shared ? ' (chosen because ranks share a GPU)' : ''} does not have yet; run --ep with one GPU per rank over NCCL`,
     );
   return { comm: chosen, gpuIds };
 }

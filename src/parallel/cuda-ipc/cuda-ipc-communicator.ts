@@ -16,6 +16,7 @@ import {
 } from './allreduce-algorithm.js';
 import { GEMM_RS_MIN_ROWS } from './gemm-rs-plan.js';
 import { GemmReduceScatter, rowView } from './gemm-reduce-scatter.js';
+import { IpcAllToAll } from './ipc-all-to-all.js';
 import { IpcBuffers } from './ipc-buffers.js';
 import * as k from './ipc-kernels.js';
 import { maxBlocks } from './ipc-layout.js';
@@ -49,6 +50,7 @@ export class CudaIpcCommunicator implements Communicator {
   readonly oneShotMaxBytes: number;
   readonly gemmRsMinRows: number;
   private gemmRs: GemmReduceScatter | null = null;
+  private a2a: IpcAllToAll | null = null;
 
   constructor(
     private readonly l: k.IpcLaunch,
@@ -101,10 +103,23 @@ export class CudaIpcCommunicator implements Communicator {
     this.count('reduceScatter', xs, (this.worldSize - 1) * o.bytes);
   }
 
-  allToAll(_o: Tensor, _x: Tensor, _s: readonly number[], _r: readonly number[]): void {
-    throw new Error(
-      'allToAll is not implemented by the CUDA IPC communicator (use --comm nccl or cpu)',
-    );
+  /**
+   * Expert-parallel dispatch and combine (ipc-all-to-all.ts): rows copied out of the peers'
+   * registered buffers after the count matrix is read on the host. Every rank must be its own
+   * process (the host waits), and the call is not capturable.
+   */
+  allToAll(out: Tensor, x: Tensor, sendRows: readonly number[], recvRows: readonly number[]): void {
+    const xs = cuda(x, 'allToAll.x', ['bf16', 'f32', 'i32']);
+    const o = cuda(out, 'allToAll.out', ['bf16', 'f32', 'i32']);
+    for (const [t, what] of [
+      [xs, 'x'],
+      [o, 'out'],
+    ] as const)
+      if (t.bytes !== t.numel * DTYPE_BYTES[t.dtype])
+        throw new Error(`allToAll.${what}: not contiguous`);
+    this.a2a ??= new IpcAllToAll(this.l);
+    const sent = this.a2a.run(o, xs, sendRows, recvRows);
+    this.stats.add({ op: 'allToAll', elems: xs.numel, bytesSent: sent, bytesReceived: sent });
   }
 
   broadcast(x: Tensor, root: number): void {
@@ -163,6 +178,7 @@ export class CudaIpcCommunicator implements Communicator {
 
   /** Frees this rank's buffer and unmaps the peers' (after every rank's last collective). */
   close(): void {
+    this.a2a?.close();
     this.l.buffers.close();
   }
 

@@ -44,7 +44,8 @@ function gemmRs(W: number, M: number, n: number, N: number, K: number) {
   for (let r = 0; r < W; r++)
     for (const c of gemmRsChunks(M, n, W, r)) {
       gemmRows(all[r]!, x[r]!, w[r]!, N, K, c.start, c.rows);
-      if (c.dest !== r) tmp[c.dest]!.set(all[r]!.subarray(c.start * N, c.start * N + block), r * block);
+      if (c.dest !== r)
+        tmp[c.dest]!.set(all[r]!.subarray(c.start * N, c.start * N + block), r * block);
     }
   const got = Array.from({ length: W }, (_, d) => {
     const slots = Array.from({ length: W }, (_, q) =>
