@@ -178,6 +178,10 @@ async function checkLayouts(
       ]);
       const s = compareLogits(got.logits, ref.logits);
       const routes = routeRowsDiffering(got, ref);
+      // As it finishes (a bounded GPU window may end the run before the table is printed).
+      console.log(
+        `${name}: max rel ${s.maxRel.toExponential(2)}, ${s.overLimit} over limit, ${s.top1Mismatch} top-1 mismatches, routes ${routes.diff}/${routes.rows}`,
+      );
       rows.push({
         check: `${name}: CUDA (ipc) vs CPU max rel logit err`,
         value: s.maxRel.toExponential(2),
