@@ -32,12 +32,17 @@ export function gemmRsCases(
 
 export const GEMM_RS_POOL = 6144 * 6144 + 1024;
 
-export function checkGemmRsStreams(ranks: readonly number[], kernels?: KernelCache): Row[] {
+export function checkGemmRsStreams(
+  ranks: readonly number[],
+  onRows?: (W: number, rows: Row[]) => void,
+  kernels?: KernelCache,
+): Row[] {
   const rows: Row[] = [];
   const pool = bf16Pool(GEMM_RS_POOL, 5);
   for (const W of ranks) {
     const cases = gemmRsCases(W);
     const maxBytes = Math.max(...cases.map((c) => Math.ceil(c.shape.M / W) * W * c.shape.N * 2));
+    const at = rows.length;
     const g = streamGroup(W, maxBytes, kernels, { gemmRsMinRows: 1 });
     try {
       const local = g.ctxs.map((ctx, r) => {
@@ -57,6 +62,7 @@ export function checkGemmRsStreams(ranks: readonly number[], kernels?: KernelCac
     } finally {
       g.close();
     }
+    onRows?.(W, rows.slice(at));
   }
   return rows;
 }

@@ -128,8 +128,11 @@ async function main(): Promise<void> {
     all.push(...rows);
   }
   if (only.has('gemm-rs')) {
-    const rows = guard('gemm-rs', () => checkGemmRsStreams(commRanks));
-    printTable('GEMM + reduce-scatter, ranks as streams of one process', rows);
+    const rows = guard('gemm-rs', () =>
+      checkGemmRsStreams(commRanks, (W, r) =>
+        printTable(`GEMM + reduce-scatter, ${W} ranks as streams of one process`, r),
+      ),
+    );
     const procs = arg('gemm-rs-procs', '2,4').split(',').map(Number);
     const prows = await checkGemmRsProcesses(procs, 180_000);
     printTable('GEMM + reduce-scatter, ranks as processes sharing the GPU', prows);
