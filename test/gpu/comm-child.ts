@@ -42,6 +42,8 @@ export interface RankJob {
   readonly gemmRsMinRows?: number;
   /** GEMM + reduce-scatter cases (gemm-rs-case.ts). */
   readonly gemmRs?: readonly { name: string; shape: GemmRsShape; graph?: boolean }[];
+  /** The all-to-all check too (after the GEMM + reduce-scatter cases). */
+  readonly allToAll?: boolean;
   /** GEMM + reduce-scatter bench (gemm-rs-bench-rank.ts). */
   readonly gemmRsBench?: GemmRsBenchJob;
 }
@@ -251,6 +253,7 @@ async function main(): Promise<void> {
           : []),
       ];
     });
+    if (job.allToAll) checks.push(...checkAllToAllRank(backend, comm, 6144));
     result = { rank: job.rank, checks };
   } else if (job.gemmRsBench) {
     result = { rank: job.rank, bench: benchGemmRs([rank], job.gemmRsBench) };

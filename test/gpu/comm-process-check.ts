@@ -31,7 +31,8 @@ export async function checkCommProcesses(o: ProcessCheckOptions): Promise<Row[]>
 
 /**
  * GEMM + reduce-scatter with the ranks as processes sharing the GPU: o_proj and down_proj at
- * M = 1024 (the graph too) and a padded small M, every case chunked (threshold 1 row).
+ * M = 1024 (the graph too) and a padded small M, every case chunked (threshold 1 row); then
+ * the all-to-all against the CPU definition in the same group.
  */
 export async function checkGemmRsProcesses(
   ranks: readonly number[],
@@ -48,14 +49,20 @@ export async function checkGemmRsProcesses(
       { name: 'o_proj M=100', shape: { M: 100, N: 6144, K: 8192 / W } },
     ];
     const maxBytes = 1024 * 6144 * 2;
-    rows.push(...(await runChecks(W, { maxBytes, gemmRs: cases, gemmRsMinRows: 1 }, timeoutMs)));
+    rows.push(
+      ...(await runChecks(
+        W,
+        { maxBytes, gemmRs: cases, gemmRsMinRows: 1, allToAll: true },
+        timeoutMs,
+      )),
+    );
   }
   return rows;
 }
 
 async function runChecks(
   W: number,
-  job: Pick<RankJob, 'maxBytes' | 'check' | 'gemmRs' | 'gemmRsMinRows'>,
+  job: Pick<RankJob, 'maxBytes' | 'check' | 'gemmRs' | 'gemmRsMinRows' | 'allToAll'>,
   timeoutMs: number,
 ): Promise<Row[]> {
   const rows: Row[] = [];

@@ -4,7 +4,8 @@
  *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8 (default), comm, comm-procs,
  *                gemm-rs, group] [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192]
  *        [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
- *        [--group-layouts tp2,tp4+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
+ *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
+ *        [--group-failures 0,1,2]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
  * 3. every golden case through the model on CUDA versus CPU, plus the seed-002 capture check,
  * 4. the GPU sampler against the host sampler (sampler-check.ts), 5. greedy tokens through the
@@ -144,7 +145,10 @@ async function main(): Promise<void> {
     const picked = process.argv.includes('--group-layouts')
       ? arg('group-layouts', '').split(',').map(parseLayout)
       : undefined;
-    const rows = await checkSharedGpuGroups(golden, parts, picked);
+    const failures = process.argv.includes('--group-failures')
+      ? new Set(arg('group-failures', '').split(',').map(Number))
+      : undefined;
+    const rows = await checkSharedGpuGroups(golden, parts, picked, failures);
     printTable(
       '--tp groups sharing the GPU (--gpu-ids 0,..): vs CPU, fusion trace, failures',
       rows,

@@ -230,7 +230,7 @@ async function checkFusionTrace(caseDir: string, ids: number[]): Promise<Row> {
 }
 
 /** 3: a failing rank ends the GPU group within 30 s, naming it, leaving no process. */
-async function checkFailures(caseDir: string): Promise<Row[]> {
+async function checkFailures(caseDir: string, only?: ReadonlySet<number>): Promise<Row[]> {
   const gen = (tp: number): string[] =>
     [...['generate', '--model', caseDir, '--ids', '1,2,3,4,5', '--max-tokens', '4000']].concat([
       ...['--ignore-eos', '--backend', 'cuda', '--tp', String(tp), '--gpu-ids', gpuIds(tp)],
@@ -259,7 +259,8 @@ async function checkFailures(caseDir: string): Promise<Row[]> {
     },
   ];
   const rows: Row[] = [];
-  for (const c of cases) {
+  for (const [i, c] of cases.entries()) {
+    if (only && !only.has(i)) continue;
     const startedAt = Date.now();
     let readyAt = 0;
     const r = await cli(
@@ -276,6 +277,7 @@ async function checkFailures(caseDir: string): Promise<Row[]> {
     const left = await leftAlive(r.seen);
     const named = c.message.test(r.stderr);
     if (!named || left.length > 0) console.error(`${c.name}:\n${r.stderr.slice(-3000)}`);
+    console.log(`${c.name}: ended ${ended.toFixed(1)} s, named ${named}, ${left.length} left`);
     rows.push({
       check: `${c.name}: group ended, rank named, no process left`,
       value: `${ended.toFixed(1)} s, ${named ? 'named' : 'NOT named'}, ${left.length} left`,
@@ -286,11 +288,15 @@ async function checkFailures(caseDir: string): Promise<Row[]> {
   return rows;
 }
 
-/** `parts`: which of layouts, trace, failures to run (default all). */
+/**
+ * `parts`: which of layouts, trace, failures to run (default all); `failures`: which failure
+ * cases (0 exit at set-up, 1 SIGKILL mid-step, 2 blocked mid-step; default all).
+ */
 export async function checkSharedGpuGroups(
   goldenDir: string,
   parts: ReadonlySet<string> = new Set(['layouts', 'trace', 'failures']),
   layouts: readonly GroupLayout[] = GROUP_LAYOUTS,
+  failures?: ReadonlySet<number>,
 ): Promise<Row[]> {
   const caseDir = join(goldenDir, 'tiny-moe');
   const { ids } = JSON.parse(readFileSync(join(caseDir, 'expect.json'), 'utf8')) as {
@@ -299,6 +305,6 @@ export async function checkSharedGpuGroups(
   return [
     ...(parts.has('layouts') ? await checkLayouts(caseDir, ids, layouts) : []),
     ...(parts.has('trace') ? [await checkFusionTrace(caseDir, ids)] : []),
-    ...(parts.has('failures') ? await checkFailures(caseDir) : []),
+    ...(parts.has('failures') ? await checkFailures(caseDir, failures) : []),
   ];
 }

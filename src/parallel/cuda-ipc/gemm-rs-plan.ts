@@ -10,9 +10,10 @@
 
 /**
  * Below this many rows (W·n) the projection runs as GEMM then reduce-scatter: the chunk
- * GEMMs are too small to fill the GPU and the overlap does not pay for the extra launches
- * (vLLM measures its GEMM-RS faster from M = 1024 on 4 GB300s; bench:comm's gemm-rs table
- * measures it here, docs/benchmarks/comm.md).
+ * GEMMs are too small to fill the GPU and the overlap does not pay for the extra launches.
+ * Measured (bench:comm, one H200, 2 ranks as streams, docs/benchmarks/comm.md): GEMM-RS is
+ * 0.81–0.84x of GEMM then reduce-scatter at M = 512–768 and 1.01–1.10x from M = 1024 on, for
+ * o_proj and down_proj alike; vLLM switches at the same M on 4 GB300s.
  */
 export const GEMM_RS_MIN_ROWS = 1024;
 
