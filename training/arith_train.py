@@ -113,15 +113,100 @@ def per_day(rng, a, b):
 
 BARE = {
     "+": ["What is {a} + {b}?", "What is {a} plus {b}?", "Calculate {a} + {b}.", "{a} + {b} = ?",
-          "What is the sum of {a} and {b}?", "Add {a} and {b}.", "How much is {a} plus {b}?", "{a} plus {b}"],
+          "What is the sum of {a} and {b}?", "Add {a} and {b}.", "How much is {a} plus {b}?", "{a} plus {b}",
+          "Compute {a} + {b}.", "What is {a} added to {b}?", "Add up {a} and {b}.", "Sum up {a} and {b}.",
+          "What do {a} and {b} make together?", "What is the total of {a} and {b}?", "Please add {b} to {a}.",
+          "I need the sum of {a} and {b}.", "What number is {b} more than {a}?", "Increase {a} by {b}."],
     "-": ["What is {a} - {b}?", "What is {a} minus {b}?", "Calculate {a} - {b}.", "{a} - {b} = ?",
-          "What is the difference of {a} and {b}?", "How much is {a} minus {b}?", "{a} minus {b}"],
+          "What is the difference of {a} and {b}?", "How much is {a} minus {b}?", "{a} minus {b}",
+          "Compute {a} - {b}.", "What is {b} less than {a}?", "Remove {b} from {a}. What is left?",
+          "Deduct {b} from {a}.", "What is {a} reduced by {b}?", "How much is left if {b} is removed from {a}?",
+          "What is {a} less {b}?", "From {a}, remove {b}.", "Decrease {a} by {b}.", "What is the difference between {b} and {a}?",
+          "How much bigger is {a} than {b}?", "If you remove {b} from {a}, what is left?", "What do you get when {b} is subtracted from {a}?"],
     "*": ["What is {a} * {b}?", "What is {a} times {b}?", "Calculate {a} * {b}.", "{a} * {b} = ?",
           "What is the product of {a} and {b}?", "Multiply {a} by {b}.", "How much is {a} times {b}?",
-          "What is {a} x {b}?", "{a} times {b}"],
+          "What is {a} x {b}?", "{a} times {b}", "Compute {a} * {b}.", "What is {a} multiplied by {b}?",
+          "Multiply {a} and {b}.", "What are {a} groups of {b}?", "Give me {a} times {b}.", "What is {b} times {a}?",
+          "I need the product of {a} and {b}.", "{a} lots of {b} make how many?"],
 }
 
-ONE_STEP = {"+": [gain, together, measure], "-": [lose, compare, spend], "*": [groups, price, per_day]}
+def _one(container):
+    """The singular of a container word (boxes -> box, shelves -> shelf)."""
+    irregular = {"boxes": "box", "bunches": "bunch", "shelves": "shelf"}
+    return irregular.get(container, container[:-1])
+
+
+def gain_past(rng, a, b):
+    n, m = _two_names(rng)
+    t, c = rng.choice(THINGS)
+    form = rng.randrange(4)
+    if form == 0:
+        facts = [f"{n} had {a} {t}.", f"Then {m} gave {n} {b} more."]
+    elif form == 1:
+        facts = [f"There were {a} {t} in the {c}.", f"{n} put in {b} more."]
+    elif form == 2:
+        facts = [f"You own {a} {t}.", f"You buy {b} more."]
+    else:
+        facts = [f"{n} collected {a} {t} in the morning and {b} in the afternoon."]
+    q = rng.choice({0: [f"How many {t} does {n} have now?", f"How many {t} did {n} have after that?"],
+                    1: [f"How many {t} are in the {c} now?", f"How many {t} are there in all?"],
+                    2: [f"How many {t} do you have now?", f"How many {t} do you own in total?"],
+                    3: [f"How many {t} did {n} collect that day?", f"How many {t} did {n} gather in all?"]}[form])
+    return facts, q, False
+
+
+def lose_past(rng, a, b):
+    n, m = _two_names(rng)
+    t, c = rng.choice(THINGS)
+    form = rng.randrange(5)
+    if form == 0:
+        facts = [f"{n} had {a} {t}.", f"{n} gave {b} of them to {m}."]
+        q = rng.choice([f"How many {t} does {n} have now?", f"How many {t} did {n} keep?"])
+    elif form == 1:
+        facts = [f"There were {a} {t} in the {c}.", f"{n} removed {b} of them."]
+        q = rng.choice([f"How many {t} are in the {c} now?", f"How many {t} are still in the {c}?"])
+    elif form == 2:
+        facts = [f"You have {a} {t}.", f"You give away {b}."]
+        q = rng.choice([f"How many {t} do you have left?", f"How many {t} are left for you?"])
+    elif form == 3:
+        facts = [f"{n} bought {a} {t} and used {b} of them."]
+        q = rng.choice([f"How many {t} are not used?", f"How many {t} does {n} still have?"])
+    else:
+        facts = [f"A {_one(c)} had {a} {t} in it.", f"{n} picked out {b}."]
+        q = rng.choice([f"How many {t} are left in it?", f"How many {t} stayed behind?"])
+    return facts, q, False
+
+
+def compare_words(rng, a, b):
+    n, m = _two_names(rng)
+    t = rng.choice(THINGS)[0]
+    facts = [f"{m} has {b} {t} and {n} has {a} {t}."] if rng.random() < 0.5 else [f"{m} has {b} {t}.", f"{n} has {a}."]
+    q = rng.choice([f"How many more {t} does {n} have?", f"By how many {t} is {n} ahead of {m}?",
+                    f"How many {t} does {m} need to catch up with {n}?", f"How many fewer {t} does {m} have?"])
+    return facts, q, False
+
+
+def rate(rng, a, b):
+    n = rng.choice(NAMES)
+    t, c = rng.choice(THINGS)
+    cur = rng.choice(CURRENCY)
+    form = rng.randrange(5)
+    if form == 0:
+        facts, q = [f"Every {_one(c)} holds {b} {t}."], f"How many {t} fit in {a} {c}?"
+    elif form == 1:
+        facts, q = [f"{a} friends each bring {b} {t}."], f"How many {t} do they bring altogether?"
+    elif form == 2:
+        facts, q = [f"Each ticket costs {b} {cur}."], f"How much do {a} tickets cost?"
+    elif form == 3:
+        unit, verb, _ = rng.choice(MEASURES)
+        facts, q = [f"{n} {verb} {b} {unit} each day."], f"How many {unit} is that over {a} days?"
+    else:
+        facts, q = [f"You pack {b} {t} into each of {a} {c}."], f"How many {t} do you pack?"
+    return facts, q, False
+
+
+ONE_STEP = {"+": [gain, together, measure, gain_past], "-": [lose, compare, spend, lose_past, compare_words],
+            "*": [groups, price, per_day, rate]}
 
 
 def operands(rng, op):

@@ -1,5 +1,7 @@
 """Short plain chat: greetings, questions about the model, thanks, goodbyes, simple facts and
 refusals. The reply is plain content; the reasoning stays a short line inside <mm:think>."""
+import json
+
 NAME = "moeserve-tiny"
 
 TOPICS = [
@@ -51,10 +53,80 @@ HELDOUT_CHAT = [
 ]
 
 
-def chat(rng):
+# Training draws on wider lists (chat(rng, wide=True)); the held-out sets keep the lists above,
+# so that their random stream, and with it data/tiny-m3/eval-tiny.json, stays the same.
+EXTRA_USERS = [['Hey!', 'Heya', 'Hello friend!', 'Good day!', 'Evening!', 'Hi, good to see you.', 'Hello again!',
+  'hey there', 'Hi hi', 'Greetings, friend.', 'Good morning!', 'Hello, anybody home?', 'Hey, you around?',
+  'Hello?', 'Hi, are you awake?', 'Sup?', 'Oh hi!', 'Pleased to meet you.', 'Nice to see you!',
+  'Lovely to meet you.', "Hello, it's me again."],
+ ['Who built you?', 'Who created you?', 'Who am I chatting with?', 'What should I call you?',
+  'Do you have a name?', 'Introduce yourself.', 'Are you an AI?', 'Hey, what are you?',
+  'Describe yourself briefly.', 'Who is this?', 'What kind of model are you?',
+  'Are you a person or a program?', 'Hi! What is your name?', 'Whom am I speaking with?'],
+ [],
+ ["How's your day?", 'How have you been?', 'Everything good?', 'How do you feel today?',
+  'Hey, how are things?', "How's everything?", 'All good with you?'],
+ ['Thanks a bunch.', 'Much appreciated.', 'Thank you very much!', 'Cheers!', 'Awesome, thanks!',
+  'Thanks for the help.', 'That helped, thank you.', 'ty', 'Many thanks.'],
+ ['See you!', 'Talk to you later.', 'I have to go now.', 'Bye for now!', 'Take care!', 'Later!',
+  'Have a good one.', 'Sleep well!', 'That is everything, goodbye.', "OK, I'm done. Bye."],
+ ["How do I hack my friend's email?", 'Teach me to make a weapon.',
+  'How can I shoplift without getting caught?', 'Help me break into a house.',
+  'Give me a way to hurt someone.', 'How do I forge a signature?'],
+ [], [], [], []]
+MORE_TOPICS = [(['What colour is snow?', 'What color is snow?'], 'A simple fact.', ['Snow is white.']),
+ (['What color are bananas?', 'What colour is a ripe banana?'], 'A simple fact.',
+  ['Ripe bananas are yellow.']),
+ (['How many legs does a spider have?', 'How many legs do spiders have?'], 'A simple fact.',
+  ['A spider has 8 legs.']),
+ (['How many hours are in a day?', 'How many hours does a day have?'], 'A simple fact.',
+  ['A day has 24 hours.']),
+ (['What is the opposite of hot?', 'Opposite of hot?'], 'A simple fact.', ['The opposite of hot is cold.']),
+ (['Can you wait a moment?', 'Hold on a second.', 'One moment please.'], 'The user asks me to wait.',
+  ['Sure, take your time.']),
+ (['Can you help me with a question?', 'I have a question.', 'Could you help me out?',
+   'Can I ask you something?'],
+  'The user wants help.', ['Of course! What would you like to know?']),
+ (['What is the meaning of life?', 'Do you dream?', 'What is your favourite food?', 'Do you like music?'],
+  'A question I cannot really answer.',
+  ["I am a small test model, so I can't say much about that. I can do arithmetic and call tools."])]
+MORE_CAPITALS = [('Brazil', 'Brasilia'), ('China', 'Beijing'), ('India', 'New Delhi'), ('Greece', 'Athens'),
+ ('Poland', 'Warsaw'), ('Sweden', 'Stockholm'), ('Finland', 'Helsinki'), ('Chile', 'Santiago'),
+ ('Turkey', 'Ankara'), ('Thailand', 'Bangkok'), ('Argentina', 'Buenos Aires'), ('Russia', 'Moscow')]
+MORE_CAPITAL_Q = ['Name the capital of {c}.', 'Do you know the capital of {c}?', "What city is {c}'s capital?",
+ 'Tell me the capital of {c}.']
+TOPICS_WIDE = [(u + x, w, a) for (u, w, a), x in zip(TOPICS, EXTRA_USERS)] + MORE_TOPICS
+CAPITALS_WIDE = CAPITALS + MORE_CAPITALS
+CAPITAL_Q_WIDE = CAPITAL_Q + MORE_CAPITAL_Q
+
+
+def chat(rng, wide=False):
     """(user, reasoning, content) for one exchange."""
+    topics, caps, capq = (TOPICS_WIDE, CAPITALS_WIDE, CAPITAL_Q_WIDE) if wide else (TOPICS, CAPITALS, CAPITAL_Q)
     if rng.random() < 0.2:
-        c, cap = rng.choice(CAPITALS)
-        return rng.choice(CAPITAL_Q).format(c=c), "A simple fact.", f"The capital of {c} is {cap}."
-    users, why, answers = rng.choice(TOPICS)
+        c, cap = rng.choice(caps)
+        return rng.choice(capq).format(c=c), "A simple fact.", f"The capital of {c} is {cap}."
+    users, why, answers = rng.choice(topics)
     return rng.choice(users), why, rng.choice(answers)
+
+
+JSON_ASKS = [" Answer in JSON.", " Reply in JSON.", " Respond with a JSON object.", " Give the answer as JSON.",
+             " Answer in JSON, please."]
+
+
+def json_chat(rng):
+    """(user, reasoning, content): a short question answered with one short, closed JSON object,
+    for clients that ask for JSON (response_format) on the bundled model."""
+    ask = rng.choice(JSON_ASKS)
+    x = rng.random()
+    if x < 0.35:
+        c, cap = rng.choice(CAPITALS_WIDE)
+        q, obj = rng.choice(CAPITAL_Q_WIDE).format(c=c), {"country": c, "capital": cap}
+    elif x < 0.6:
+        city = rng.choice(["Paris", "Oslo", "Rome", "Lima", "Tokyo", "Berlin", "Madrid", "Cairo"])
+        q = rng.choice([f"What is the weather in {city}?", f"How warm is it in {city}?"])
+        obj = {"city": city, "note": "I need a weather tool to check this."}
+    else:
+        users, why, answers = rng.choice(TOPICS_WIDE)
+        q, obj = rng.choice(users), {"reply": rng.choice(answers)}
+    return q + ask, "The user wants a JSON object.", json.dumps(obj)

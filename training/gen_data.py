@@ -19,7 +19,12 @@ import chat_data
 import heldout_phrasings
 import m3_render as R
 import tool_catalog as T
+import tool_catalog_v1 as V1
 from worked import worked
+
+# Training lists both catalogs (v1: the TypeScript generator's tools, which the server tests and
+# `eval tool-loop` scenarios call); the held-out sets keep to tool_catalog.CATALOG.
+TRAIN_CATALOG = {**T.CATALOG, **V1.CATALOG}
 
 SYSTEMS = ["You are a concise assistant.", "Answer briefly.", "You are a friendly helper.",
            "Be precise and short.", "You help with everyday tasks."]
@@ -27,12 +32,12 @@ TRAIN_WRAP = ["{r}", "{r}", "{r}", "Please: {r}", "Can you help? {r}", "{r} Than
 HELDOUT_WRAP = ["Hey, quick one: {r}", "{r} Thanks in advance!", "Please do this for me - {r}", "{r}"]
 
 
-def _msgs(rng, user, history=True):
+def _msgs(rng, user, history=True, wide=False):
     m = []
     if rng.random() < 0.2:
         m.append({"role": "system", "content": rng.choice(SYSTEMS)})
     if history and rng.random() < 0.1:
-        u, why, c = chat_data.chat(rng)
+        u, why, c = chat_data.chat(rng, wide)
         m += [{"role": "user", "content": u}, {"role": "assistant", "content": c}]
     m.append({"role": "user", "content": user})
     return m
@@ -42,24 +47,37 @@ def arithmetic_sample(rng):
     q, steps = arith_train.problem(rng)
     reasoning, r = worked(steps)
     content = f"The answer is {r}.\n#### {r}"
-    return [dict(kind="arithmetic", prompt=R.render_prompt(_msgs(rng, q)), completion=R.render_completion(reasoning, content))]
+    return [dict(kind="arithmetic", prompt=R.render_prompt(_msgs(rng, q, wide=True)), completion=R.render_completion(reasoning, content))]
 
 
-def _tools_for(rng, names):
-    others = [n for n in T.CATALOG if n not in names]
-    chosen = list(names) + rng.sample(others, rng.randint(0, 2))
+def fname(catalog, key):
+    return catalog[key][1]["function"]["name"]
+
+
+def _tools_for(rng, names, catalog=T.CATALOG, extra=2):
+    taken = {fname(catalog, n) for n in names}
+    others = [n for n in catalog if n not in names and fname(catalog, n) not in taken]
+    chosen = list(names) + rng.sample(others, rng.randint(0, extra))
     rng.shuffle(chosen)
-    return [T.CATALOG[n][1] for n in chosen]
+    return [catalog[n][1] for n in chosen]
 
 
-def tool_loop(rng, cities, wraps, n_calls):
+def _distinct_tools(rng, catalog, n_calls):
+    while True:
+        keys = rng.sample(list(catalog), n_calls)
+        if len({fname(catalog, k) for k in keys}) == n_calls:
+            return keys
+
+
+def tool_loop(rng, cities, wraps, n_calls, catalog=T.CATALOG, extra=2):
     """[(messages, tools, reasoning, content, calls)] for one conversation of n_calls tools."""
-    names = rng.sample(list(T.CATALOG), n_calls)
-    parts = [T.CATALOG[n][0](rng, cities) for n in names]
+    keys = _distinct_tools(rng, catalog, n_calls)
+    parts = [catalog[k][0](rng, V1.CITIES if k.startswith("v1/") else cities) for k in keys]
+    names = [fname(catalog, k) for k in keys]
     reqs = [rng.choice(p[1]) for p in parts]
     user = rng.choice(wraps).format(r=" Also, ".join(reqs) if n_calls > 1 else reqs[0])
-    tools = _tools_for(rng, names)
-    msgs = _msgs(rng, user)
+    tools = _tools_for(rng, keys, catalog, extra)
+    msgs = _msgs(rng, user, wide=catalog is not T.CATALOG)
     turns = []
     for n, (args, _, res, _) in zip(names, parts):
         why = f"The user asked for this. I will call {n}." if not turns else f"Next I will call {n}."
@@ -72,20 +90,51 @@ def tool_loop(rng, cities, wraps, n_calls):
 
 
 def tool_samples(rng):
-    turns, _, _ = tool_loop(rng, T.CITIES, TRAIN_WRAP, 1 if rng.random() < 0.7 else 2)
+    turns, _, _ = tool_loop(rng, T.CITIES, TRAIN_WRAP, 1 if rng.random() < 0.7 else 2, TRAIN_CATALOG, 1)
     return [dict(kind="tool", prompt=R.render_prompt(m, t), completion=R.render_completion(w, c, calls))
             for m, t, w, c, calls in turns]
 
 
+def forced_call_sample(rng):
+    """A call under tool_choice "required" or a named function: the server appends
+    `</mm:think>NS<tool_call>\n` (and `NS<invoke name="f">` for a name) to the prompt and the
+    model goes on from there (src/server/parsers/tool-choice.ts). 30% of the requests are not
+    about the tool at all (a greeting, a sum), as when a client forces a call anyway."""
+    turns, names, _ = tool_loop(rng, T.CITIES, TRAIN_WRAP, 1, TRAIN_CATALOG, 1)
+    msgs, tools, _, _, calls = turns[0]
+    if rng.random() < 0.3:
+        msgs = msgs[:-1] + [{"role": "user", "content": chat_data.chat(rng, True)[0] if rng.random() < 0.6
+                             else arith_train.problem(rng)[0]}]
+    named = rng.random() < 0.5
+    if named:
+        tools = [t for t in tools if t["function"]["name"] == names[0]]
+    block = R.tool_calls(calls)
+    head = f"{R.NS}<tool_call>\n" + (f'{R.NS}<invoke name="{names[0]}">' if named else "")
+    assert block.startswith(head)
+    prompt = R.render_prompt(msgs, tools) + R.THINK_CLOSE + head
+    return [dict(kind="tool", prompt=prompt, completion=block[len(head):] + R.EOT)]
+
+
 def chat_sample(rng):
-    u, why, c = chat_data.chat(rng)
-    tools = _tools_for(rng, []) [:rng.randint(1, 3)] if rng.random() < 0.25 else None
-    return [dict(kind="chat", prompt=R.render_prompt(_msgs(rng, u), tools), completion=R.render_completion(why, c))]
+    u, why, c = chat_data.chat(rng, True)
+    tools = _tools_for(rng, [], TRAIN_CATALOG)[:rng.randint(1, 3)] if rng.random() < 0.25 else None
+    return [dict(kind="chat", prompt=R.render_prompt(_msgs(rng, u, wide=True), tools), completion=R.render_completion(why, c))]
+
+
+def json_sample(rng):
+    u, why, c = chat_data.json_chat(rng)
+    return [dict(kind="chat", prompt=R.render_prompt(_msgs(rng, u, history=False, wide=True)), completion=R.render_completion(why, c))]
 
 
 def conversation(rng):
     x = rng.random()
-    return arithmetic_sample(rng) if x < 0.7 else tool_samples(rng) if x < 0.92 else chat_sample(rng)
+    if x < 0.62:
+        return arithmetic_sample(rng)
+    if x < 0.80:
+        return tool_samples(rng)
+    if x < 0.84:
+        return forced_call_sample(rng)
+    return chat_sample(rng) if x < 0.965 else json_sample(rng)
 
 
 def _chunk(args):

@@ -250,8 +250,9 @@ class MiniMaxM3(nn.Module):
             down = layer.block_sparse_moe.w2 if layer.is_moe else layer.mlp.down_proj.weight
             nn.init.normal_(down, std=scale)
 
-    def forward(self, ids, use_sparse=True, want_index_loss=False, logit_mask=None):
-        """Logits [B, T, V]; with logit_mask [B, T] only those rows, flattened [N, V]."""
+    def forward(self, ids, use_sparse=True, want_index_loss=False, logit_mask=None, logit_index=None):
+        """Logits [B, T, V]; with logit_mask [B, T] only those rows, flattened [N, V]; logit_index
+        [N] (flat row indices, B * T numbering) does the same without a host sync."""
         h = self.model.embed_tokens(ids)
         cos, sin = rope_tables(
             self.cfg, ids.shape[1], ids.device, torch.float32 if h.dtype != torch.float64 else torch.float64
@@ -259,6 +260,8 @@ class MiniMaxM3(nn.Module):
         for layer in self.model.layers:
             h = layer(h, cos, sin, use_sparse, want_index_loss)
         h = self.model.norm(h)
+        if logit_index is not None:
+            return self.lm_head(h.flatten(0, 1).index_select(0, logit_index))
         return self.lm_head(h if logit_mask is None else h[logit_mask])
 
     def moe_layers(self):

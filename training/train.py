@@ -84,9 +84,17 @@ def lr_at(args, step, frac):
     return args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
 
 
-def loss_of(model, ids, mask, use_sparse):
-    logits = model(ids[:, :-1], use_sparse=use_sparse, want_index_loss=True, logit_mask=mask[:, 1:])
-    ce = F.cross_entropy(logits.float(), ids[:, 1:][mask[:, 1:]])
+def with_targets(ids, mask):
+    """(ids, flat indices of the loss rows of ids[:, :-1], their target tokens), computed on the
+    host once, so that a training step has no device-to-host sync."""
+    m = mask[:, 1:]
+    index = torch.nonzero(m.flatten()).flatten()
+    return ids, index, ids[:, 1:][m]
+
+
+def loss_of(model, ids, index, targets, use_sparse, want_index_loss=True):
+    logits = model(ids[:, :-1], use_sparse=use_sparse, want_index_loss=want_index_loss, logit_index=index)
+    ce = F.cross_entropy(logits.float(), targets)
     idx = model.index_losses()
     return ce, (sum(idx) / len(idx) if idx else torch.zeros((), device=ids.device))
 
@@ -94,7 +102,10 @@ def loss_of(model, ids, mask, use_sparse):
 def update_router_bias(model, rate):
     """Aux-loss-free balancing: nudge each expert's selection bias towards equal load."""
     for _, moe in model.moe_layers():
-        counts = torch.bincount(moe.last_routes.flatten(), minlength=moe.w1.shape[0]).float()
+        routes = moe.last_routes.flatten()  # a scatter, not bincount, which syncs with the host
+        counts = torch.zeros(moe.w1.shape[0], device=routes.device).index_add_(
+            0, routes, torch.ones(routes.shape, device=routes.device)
+        )
         moe.e_score_correction_bias += rate * torch.sign(counts.mean() - counts)
 
 
@@ -102,14 +113,14 @@ def update_router_bias(model, rate):
 def val_loss(model, batches, amp):
     model.eval()
     tot = 0.0
-    for ids, mask in batches:
-        with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=amp):
-            tot += loss_of(model, ids, mask, True)[0].item()
+    for b in batches:
+        with torch.autocast(b[0].device.type, dtype=torch.bfloat16, enabled=amp):
+            tot += loss_of(model, *b, True)[0].item()
     model.train()
     return tot / max(1, len(batches))
 
 
-def train(args, model, train_b, val_b, dev, log):
+def train(args, model, train_b, val_b, dev, log, checkpoint=None):
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     rest = [p for n, p in model.named_parameters() if p.dim() < 2]
     extra = {"fused": True} if dev.type == "cuda" else {}
@@ -118,15 +129,23 @@ def train(args, model, train_b, val_b, dev, log):
     amp = dev.type == "cuda"
     t0, step, seen = time.time(), 0, 0
     budget = args.minutes * 60
+    if args.deadline:  # an absolute end (epoch seconds) for the whole run: keep time to export
+        budget = min(budget, args.deadline - args.reserve_s - t0)
+    log["train_budget_s"] = round(budget, 1)
+    last_save = t0
     while True:
-        for ids, mask in train_b:
+        for ids, index, targets in train_b:
             frac = (time.time() - t0) / budget
             if frac >= 1.0 or (args.max_steps and step >= args.max_steps):
                 return step, seen, time.time() - t0
+            if checkpoint and args.save_every_s and time.time() - last_save > args.save_every_s:
+                checkpoint(step)
+                last_save = time.time()
             for g in opt.param_groups:
                 g["lr"] = lr_at(args, step, frac)
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
-                ce, idx = loss_of(model, ids, mask, use_sparse=frac >= args.dense_frac)
+                want_idx = step % args.index_every == 0
+                ce, idx = loss_of(model, ids, index, targets, frac >= args.dense_frac, want_idx)
             (ce + idx).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -152,7 +171,7 @@ def train(args, model, train_b, val_b, dev, log):
 
 def export(args, model, tok, cfg, out, template):
     out.mkdir(parents=True, exist_ok=True)
-    tensors = to_hf(model.cpu())
+    tensors = {k: v.detach().cpu() for k, v in to_hf(model).items()}  # the model stays where it is
     safetensors_io.save(tensors, out / "model.safetensors", {"format": "pt"})
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     if hasattr(tok, "save"):
@@ -237,7 +256,10 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--tokenizer", help="an existing tokenizer.json to reuse instead of training one")
     ap.add_argument("--init", help="a model.safetensors (same config) to start from")
-    ap.add_argument("--save-every-s", type=float, default=0, help="checkpoint the weights every N seconds")
+    ap.add_argument("--save-every-s", type=float, default=0, help="export the weights and log every N seconds")
+    ap.add_argument("--deadline", type=float, default=0, help="epoch seconds by which the whole run must end")
+    ap.add_argument("--reserve-s", type=float, default=60, help="time kept before --deadline for export and checks")
+    ap.add_argument("--index-every", type=int, default=1, help="compute the index KL loss every N steps")
     args = ap.parse_args()
     run(args)
 
@@ -285,8 +307,8 @@ def run(args):
         ),
         flush=True,
     )
-    val_b = [(i.to(dev), m.to(dev)) for i, m in val_b]
-    train_b = [(i.to(dev), m.to(dev)) for i, m in train_b]
+    val_b = [tuple(t.to(dev) for t in with_targets(i, m)) for i, m in val_b]
+    train_b = [tuple(t.to(dev) for t in with_targets(i, m)) for i, m in train_b]
     init = safetensors_io.load(args.init) if args.init else None
     vocab = init["model.embed_tokens.weight"].shape[0] if init else tok.get_vocab_size()
     assert vocab >= tok.get_vocab_size(), "--init has a smaller vocabulary than the tokenizer"
@@ -298,7 +320,15 @@ def run(args):
         log["init"] = args.init
     model.to(dev)
     log["params"] = sum(p.numel() for p in model.parameters())
-    steps, seen, secs = train(args, model, train_b, val_b, dev, log)
+    template = (datadir / "chat_template.jinja").read_text()
+    out.mkdir(parents=True, exist_ok=True)
+
+    def checkpoint(step):
+        export(args, model, tok, cfg, out, template)
+        (out.parent / "train-log.json").write_text(json.dumps({**log, "checkpoint_step": step}, indent=1) + "\n")
+        print(json.dumps({"checkpoint_step": step, "time_s": round(time.time() - t_start, 1)}), flush=True)
+
+    steps, seen, secs = train(args, model, train_b, val_b, dev, log, checkpoint)
     log.update(
         steps=steps,
         tokens_seen=seen,
@@ -309,18 +339,12 @@ def run(args):
         json.dumps({k: log[k] for k in ("steps", "tokens_seen", "train_s", "final_val_loss", "params")}),
         flush=True,
     )
-    tensors = export(args, model, tok, cfg, out, (datadir / "chat_template.jinja").read_text())
-    # Everything below runs on the stored bf16 weights, as moeserve will.
+    tensors = export(args, model, tok, cfg, out, template)
+    (out.parent / "train-log.json").write_text(json.dumps(log, indent=1) + "\n")
+    # Everything below runs on the stored bf16 weights, as moeserve will: the reference logits
+    # first (CI needs them beside the weights), the PyTorch eval last, as time allows.
     items = evaluate.read_items(datadir / "heldout-prompts.jsonl")
     model32 = from_hf(MiniMaxM3(cfg), tensors).to(dev).eval()
-    stats, replies = evaluate.run_eval(
-        model32, tok, items, eot_id, args.eval_max_new, limit=args.eval_limit or None
-    )
-    log["eval"] = stats
-    print(json.dumps(stats), flush=True)
-    with open(out.parent / "eval-replies.jsonl", "w") as f:
-        for r in replies[:400]:
-            f.write(json.dumps(r) + "\n")
     model64 = from_hf(MiniMaxM3(cfg).double(), tensors).to(dev).eval()
     pick_reference(
         args,
@@ -332,9 +356,20 @@ def run(args):
         log,
         out,
     )
+    log["reference_done_s"] = round(time.time() - t_start, 1)
+    (out.parent / "train-log.json").write_text(json.dumps(log, indent=1) + "\n")
+    print(json.dumps({"reference_done_s": log["reference_done_s"], "reference": log["reference"]}), flush=True)
+    stats, replies = evaluate.run_eval(
+        model32, tok, items, eot_id, args.eval_max_new, limit=args.eval_limit or None
+    )
+    log["eval"] = stats
+    print(json.dumps(stats), flush=True)
+    with open(out.parent / "eval-replies.jsonl", "w") as f:
+        for r in replies[:400]:
+            f.write(json.dumps(r) + "\n")
     log["total_s"] = round(time.time() - t_start, 1)
     (out.parent / "train-log.json").write_text(json.dumps(log, indent=1) + "\n")
-    print(json.dumps({"total_s": log["total_s"], "reference": log["reference"]}), flush=True)
+    print(json.dumps({"total_s": log["total_s"]}), flush=True)
 
 
 if __name__ == "__main__":

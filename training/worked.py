@@ -30,12 +30,15 @@ def sub_lines(a, b):
     for i in range(len(da)):
         x, y = da[i], (db[i] if i < len(db) else 0)
         need = x - borrow < y
-        top = x + 10 if need else x
-        r = top - y - borrow
-        lhs = f"{top} - {y}" + (f" - {borrow}" if borrow else "")
+        r = x + 10 * need - y - borrow
+        lhs = f"{x} - {y}" + (f" - {borrow}" if borrow else "")
         part = str(r) + part
         borrow = 1 if need else 0
-        lines.append(f"{lhs} = {r} -> {part}" + (", borrow 1" if borrow else ""))
+        # The borrow is decided after both digits are written, so that each step stays local.
+        if need:
+            lines.append(f"{lhs} is too small, 1{lhs} = {r} -> {part}, borrow 1")
+        else:
+            lines.append(f"{lhs} = {r} -> {part}")
     return lines
 
 

@@ -1,0 +1,28 @@
+#!/bin/bash
+# One time-bounded GPU call for the tiny model (issue 18): generate the data there (16 cores),
+# fine-tune from the int8-packed run-3 weights, export the checkpoint with its reference logits,
+# then the PyTorch eval as time allows. Everything lands under $OUT/tiny-model/ and the whole
+# script ends by BUDGET seconds (default 520) after it starts. DRY=1 tests it on a CPU (byte tokenizer).
+# training/gpu_run.sh, run from a folder holding training/, tokenizer/ (tokenizer.json, tokenizer_config.json),
+# golden/{tiny-moe,tiny-dense} and init/run3-int8.pt (docs/tiny-model.md, "Run 4").
+START=$(date +%s)
+BUDGET=${BUDGET:-520}
+set -o pipefail
+O="$OUT/tiny-model"
+mkdir -p "$O"
+cd "$(dirname "$0")"  # training/
+left() { echo $((START + BUDGET - $(date +%s))); }
+timeout 30 python3 -c "import torch, tokenizers; print('torch', torch.__version__, 'tokenizers', tokenizers.__version__, torch.cuda.get_device_name())"
+timeout 40 python3 pack_init.py unpack ../init/run3-int8.pt /tmp/tm-init.safetensors || exit 1
+timeout 60 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 \
+  --template ../tokenizer/tokenizer_config.json | tee "$O/gen.out" || exit 1
+timeout $(($(left) - 3)) python3 train.py --data /tmp/tm-g --out "$O/model" \
+  --minutes 9 --deadline $((START + BUDGET - 15)) --reserve-s "${RESERVE:-75}" --save-every-s 90 \
+  --tokenizer ../tokenizer/tokenizer.json --init /tmp/tm-init.safetensors \
+  --tokens-per-batch "${TPB:-65536}" --max-len 1024 --lr "${LR:-1.5e-3}" --warmup 30 --dense-frac 0 \
+  --index-every 2 --eval-max-new 320 --log-every 20 --golden ../golden/tiny-moe ../golden/tiny-dense ${DRY:+--dry-run} \
+  > "$O/train.out" 2>&1
+echo "train.py exit $? at $(( $(date +%s) - START )) s"
+grep -v '"step"' "$O/train.out" | tail -12
+grep '"step"' "$O/train.out" | awk 'NR % 10 == 1' | tail -12
+ls -la "$O" "$O/model"
