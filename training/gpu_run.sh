@@ -17,7 +17,7 @@ timeout 40 python3 pack_init.py unpack ../init/run3-int8.pt /tmp/tm-init.safeten
 timeout 60 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 \
   --template ../tokenizer/tokenizer_config.json | tee "$O/gen.out" || exit 1
 timeout $(($(left) - 3)) python3 train.py --data /tmp/tm-g --out "$O/model" \
-  --minutes 9 --deadline $((START + BUDGET - 15)) --reserve-s "${RESERVE:-75}" --save-every-s 90 \
+  --minutes 9 --deadline $((START + BUDGET - 15)) --reserve-s "${RESERVE:-50}" --save-every-s 90 \
   --tokenizer ../tokenizer/tokenizer.json --init /tmp/tm-init.safetensors \
   --tokens-per-batch "${TPB:-65536}" --max-len 1024 --lr "${LR:-1.5e-3}" --warmup 30 --dense-frac 0 \
   --index-every 2 --eval-max-new 320 --log-every 20 --golden ../golden/tiny-moe ../golden/tiny-dense ${DRY:+--dry-run} \

@@ -28,7 +28,7 @@ def pack(src, dst):
 
 def unpack(src, dst):
     out = {}
-    for name, rec in torch.load(src).items():
+    for name, rec in torch.load(src, weights_only=True).items():
         if rec[0] == "raw":
             out[name] = rec[1]
         else:
