@@ -122,10 +122,16 @@ def json_chat(rng):
     if x < 0.35:
         c, cap = rng.choice(CAPITALS_WIDE)
         q, obj = rng.choice(CAPITAL_Q_WIDE).format(c=c), {"country": c, "capital": cap}
-    elif x < 0.6:
+    elif x < 0.65:
+        # Requests that need a tool, asked with no tools listed (as in the server's JSON tests).
         city = rng.choice(["Paris", "Oslo", "Rome", "Lima", "Tokyo", "Berlin", "Madrid", "Cairo"])
-        q = rng.choice([f"What is the weather in {city}?", f"How warm is it in {city}?"])
-        obj = {"city": city, "note": "I need a weather tool to check this."}
+        n, (a, b) = rng.choice([5, 10, 20, 50, 100, 250]), rng.sample(["USD", "EUR", "GBP", "JPY"], 2)
+        q, obj = rng.choice([
+            (f"What is the weather in {city}?", {"city": city, "note": "I need a weather tool to check this."}),
+            (f"How warm is it in {city} today?", {"city": city, "note": "I need a weather tool to check this."}),
+            (f"What time is it in {city}?", {"city": city, "note": "I need a clock tool to check this."}),
+            (f"Convert {n} {a} to {b}.", {"amount": n, "from": a, "to": b, "note": "I need a currency tool."}),
+        ])
     else:
         users, why, answers = rng.choice(TOPICS_WIDE)
         q, obj = rng.choice(users), {"reply": rng.choice(answers)}
