@@ -7,6 +7,7 @@ import { logSumExp } from '../../src/engine/logits-processing.js';
 import { loadModel } from '../../src/model/load-model.js';
 import { runForward } from '../../src/model/run-forward.js';
 import { loadTokenizer } from '../../src/tokenizer/load-tokenizer.js';
+import { M3_TOKENS } from '../../src/tokenizer/minimax-m3-tokens.js';
 import { serveModel } from '../serve-model.js';
 
 // echo + logprobs, vLLM's prompt_logprobs and logit_bias over HTTP on the bundled model,
@@ -130,7 +131,10 @@ describe('prompt logprobs and logit_bias over HTTP', () => {
     ]);
     const greedy = { model: 'tiny', prompt, max_tokens: 1, temperature: 0, logprobs: 0 } as const;
     const first = (await client.completions.create(greedy)).choices[0]!.text;
-    const firstId = tok.encode(first, { addSpecialTokens: false })[0]!;
+    // The greedy choice may be the end of turn, which stops the request and adds no text.
+    const firstId = tok.encode(first === '' ? M3_TOKENS.turnEnd : first, {
+      addSpecialTokens: false,
+    })[0]!;
     const banned = await client.completions.create({
       ...greedy,
       logit_bias: { [String(firstId)]: -100 },
