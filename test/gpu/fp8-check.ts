@@ -48,7 +48,7 @@ function row(check: string, err: number, limit: number): Row {
   return { check, value: err.toExponential(2), limit: limit.toExponential(0), pass: err <= limit };
 }
 
-interface HostFp8 {
+export interface HostFp8 {
   readonly codes: Uint8Array;
   readonly scales: Float32Array | Uint8Array;
   /** code · scale, what the CPU computes with. */
@@ -56,7 +56,7 @@ interface HostFp8 {
 }
 
 /** Random codes (no NaN) and a random scale per row and group, about 1/sqrt(K) in size. */
-function randomFp8(shape: number[], s: Fp8Scaling, seed: number): HostFp8 {
+export function randomFp8(shape: number[], s: Fp8Scaling, seed: number): HostFp8 {
   const K = shape[shape.length - 1]!;
   const rows = shape.reduce((a, b) => a * b, 1) / K;
   const g = Math.ceil(K / s.group);
@@ -78,7 +78,7 @@ function randomFp8(shape: number[], s: Fp8Scaling, seed: number): HostFp8 {
   return { codes, scales, values };
 }
 
-function gpuFp8(gpu: CudaBackend, shape: number[], s: Fp8Scaling, h: HostFp8): Tensor {
+export function gpuFp8(gpu: CudaBackend, shape: number[], s: Fp8Scaling, h: HostFp8): Tensor {
   const w = gpu.fp8!.alloc(shape, s);
   gpu.fp8!.write(w, h.codes, h.scales);
   return w;

@@ -6,6 +6,7 @@
 import { kernel, THREE_TYPES, TWO_TYPES, variants } from './kernel-decl.js';
 
 export * from './attention-kernels.js';
+export * from './gemm-kernels.js';
 
 const B = ['b', 'f'] as const;
 const TILE_ROWS = ['16', '32', '64'] as const;

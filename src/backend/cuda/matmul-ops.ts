@@ -11,8 +11,9 @@ import type { CublasGemm, GemmType } from './cublas-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { cuda } from './cuda-tensor.js';
 import * as ew from './elementwise-ops.js';
-import { fp8Dequantize, fp8SkinnyGemm } from './fp8-ops.js';
+import { fp8Dequantize } from './fp8-ops.js';
 import { skinnyGemm } from './moe-ops.js';
+import { fp8Operand, skinnyGemm as splitSkinnyGemm } from './skinny-gemm.js';
 import type { OpContext } from './op-context.js';
 
 export function matmul(
@@ -60,8 +61,8 @@ export function matmul(
 }
 
 /**
- * x · w^T with an FP8 weight: M ≤ 64 (decode) on the W8A16 kernel, which reads the codes
- * once; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
+ * x · w^T with an FP8 weight: M ≤ 64 (decode) on the W8A16 skinny kernel (skinny-gemm.ts),
+ * which reads the codes once; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
  */
 function matmulFp8(
   ctx: OpContext,
@@ -76,7 +77,7 @@ function matmulFp8(
     throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
   const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
   const xi = cuda(x, 'matmul.x', ['bf16']);
-  if (fp8SkinnyGemm(ctx, o.ptr, o.dtype === 'f32', xi.ptr, w, M)) return;
+  if (splitSkinnyGemm(ctx, o.ptr, o.dtype === 'f32', xi.ptr, fp8Operand(w), M, N, K)) return;
   const wb = ctx.ws.get('matmul.fp8.w', N * K * 2);
   fp8Dequantize(ctx, wb, 'b', w);
   gemm.gemm(o.ptr, o.dtype as GemmType, xi.ptr, wb, 'bf16', M, N, K);

@@ -20,7 +20,8 @@ import {
 import type { CublasGemm } from './cublas-gemm.js';
 import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
-import { fp8Dequantize, fp8MmaFits, fp8MoeGemms } from './fp8-ops.js';
+import { fp8Dequantize, fp8MmaFits } from './fp8-ops.js';
+import { skinnyMoeGemms } from './skinny-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 export function routerTopK(
@@ -363,7 +364,7 @@ function moeFp8(
   if (fp8) {
     const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles');
     permute(ctx, p, ii.ptr, dims.first);
-    fp8MoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o);
+    skinnyMoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o);
     combine(ctx, xo, p);
     return true;
   }

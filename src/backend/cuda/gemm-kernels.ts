@@ -1,0 +1,74 @@
+/**
+ * Declarations of kernels/skinny-gemm.cu (see its header): the decode GEMMs on bf16 and FP8
+ * weights with split-K, and the MoE's FP8 expert GEMMs on the same loop. Re-exported by
+ * kernel-table.ts.
+ */
+import { kernel, variants } from './kernel-decl.js';
+
+/** Weight kinds of the dense kernels: bf16, block FP8, MXFP8. */
+export const SKINNY_WEIGHTS = ['b', 'blk', 'mx'] as const;
+export type SkinnyWeight = (typeof SKINNY_WEIGHTS)[number];
+/** 8-token MMA tiles per block. */
+export const SKINNY_NF = ['1', '2', '4', '8'] as const;
+const DENSE = SKINNY_WEIGHTS.flatMap((w) =>
+  (['b', 'f'] as const).flatMap((o) => SKINNY_NF.map((nf) => `${w}_${o}_${nf}` as const)),
+);
+const MOE = (['blk', 'mx'] as const).flatMap((f) =>
+  (['16', '32', '64'] as const).map((bt) => `${f}_${bt}` as const),
+);
+const W = { W: 'ptr', S: 'ptr', G: 'i32' } as const;
+const TILES = {
+  offsets: 'ptr',
+  tileExpert: 'ptr',
+  tileStart: 'ptr',
+  numTiles: 'ptr',
+} as const;
+
+export const SKINNY_GEMM = kernel({
+  file: 'skinny-gemm',
+  names: variants('skinny_', DENSE),
+  args: {
+    ...W,
+    x: 'ptr',
+    M: 'i32',
+    N: 'i32',
+    K: 'i32',
+    out: 'ptr',
+    part: 'ptr',
+    counters: 'ptr',
+  },
+  launch: 'grid (ceil(N/128), 1, splits), block 128, dyn smem STAGES*(128*128+NF*8*XB)',
+});
+export const SKINNY_GU = kernel({
+  file: 'skinny-gemm',
+  names: variants('skinny_gu_', MOE),
+  args: {
+    ...W,
+    x: 'ptr',
+    perm: 'ptr',
+    Kw: 'i32',
+    ...TILES,
+    D: 'i32',
+    I: 'i32',
+    act: 'ptr',
+    alpha: 'f32',
+    limit: 'f32',
+  },
+  launch: 'grid (ceil(I/64), maxTiles), block 128, dyn smem STAGES*(128*128+BT*256)',
+});
+export const SKINNY_DOWN = kernel({
+  file: 'skinny-gemm',
+  names: variants('skinny_down_', MOE),
+  args: {
+    ...W,
+    act: 'ptr',
+    perm: 'ptr',
+    Kw: 'i32',
+    ...TILES,
+    I: 'i32',
+    D: 'i32',
+    y: 'ptr',
+    rw: 'ptr',
+  },
+  launch: 'grid (ceil(D/128), maxTiles), block 128, dyn smem STAGES*(128*128+BT*256)',
+});

@@ -1,0 +1,117 @@
+/**
+ * The decode GEMMs of kernels/skinny-gemm.cu against the CPU backend on the same weights:
+ * bf16, block FP8 and MXFP8 weights (the CPU computes on code · scale in f32), ragged M and
+ * N, split-K off, forced and as chosen; f32 out (only summation order differs) and bf16 out;
+ * a split launch repeated gives the same bits (its counters reset, the reduction order is
+ * fixed). The MoE FP8 kernels are checked through moe() in fp8-check.ts.
+ */
+import type { Backend } from '../../src/backend/backend.js';
+import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
+import type { CudaFp8Weight } from '../../src/backend/cuda/cuda-fp8-weight.js';
+import type { CudaTensor } from '../../src/backend/cuda/cuda-tensor.js';
+import {
+  bf16Operand,
+  fp8Operand,
+  skinnyGemm,
+  skinnySplits,
+  type SkinnyOperand,
+} from '../../src/backend/cuda/skinny-gemm.js';
+import { BLOCK_FP8, MXFP8, type Fp8Scaling } from '../../src/tensor/fp8-weight.js';
+import { countDiff, randArray, relErr, type Row } from './check-util.js';
+import { gpuFp8, randomFp8 } from './fp8-check.js';
+
+/** f32 out: the same products, summed in another order. */
+const F32_LIMIT = 1e-4;
+/** bf16 out: one rounding of each output. */
+const BF16_LIMIT = 1e-2;
+
+interface Case {
+  readonly name: string;
+  readonly op: SkinnyOperand;
+  /** What the CPU multiplies by. */
+  readonly cpuW: ReturnType<Backend['upload']>;
+  readonly N: number;
+  readonly K: number;
+}
+
+function cases(cpu: Backend, gpu: CudaBackend): Case[] {
+  const N = 1000;
+  const out: Case[] = [];
+  const Kb = 960;
+  const wb = randArray(N * Kb, 3, 1 / Math.sqrt(Kb));
+  const gb = gpu.upload(wb, [N, Kb], 'bf16') as CudaTensor;
+  out.push({
+    name: 'bf16',
+    op: bf16Operand(gb.ptr),
+    cpuW: cpu.upload(wb, [N, Kb], 'bf16'),
+    N,
+    K: Kb,
+  });
+  for (const s of [BLOCK_FP8, MXFP8] as Fp8Scaling[]) {
+    const K = 1024;
+    const h = randomFp8([N, K], s, 13);
+    const w = gpuFp8(gpu, [N, K], s, h) as CudaFp8Weight;
+    out.push({
+      name: s.kind === 'block' ? 'block FP8' : 'MXFP8',
+      op: fp8Operand(w),
+      cpuW: cpu.upload(h.values, [N, K], 'bf16'),
+      N,
+      K,
+    });
+  }
+  return out;
+}
+
+function run(
+  gpu: CudaBackend,
+  c: Case,
+  x: CudaTensor,
+  M: number,
+  f32: boolean,
+  S?: number,
+): Float32Array {
+  const o = gpu.alloc([M, c.N], f32 ? 'f32' : 'bf16') as CudaTensor;
+  if (!skinnyGemm(gpu.ctx, o.ptr, f32, x.ptr, c.op, M, c.N, c.K, S))
+    throw new Error(`skinny: ${c.name} M=${M} not taken`);
+  return gpu.readF32(o);
+}
+
+export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
+  const rows: Row[] = [];
+  const row = (check: string, err: number, limit: number): Row => ({
+    check,
+    value: err.toExponential(2),
+    limit: limit.toExponential(0),
+    pass: err <= limit,
+  });
+  for (const c of cases(cpu, gpu)) {
+    for (const M of [1, 5, 8, 13, 32, 33, 64]) {
+      const xh = randArray(M * c.K, 50 + M);
+      const x = gpu.upload(xh, [M, c.K], 'bf16') as CudaTensor;
+      const co = cpu.alloc([M, c.N], 'f32');
+      cpu.matmul(co, cpu.upload(xh, [M, c.K], 'bf16'), c.cpuW);
+      const ref = cpu.readF32(co);
+      const auto = skinnySplits(gpu.dev.smCount, c.op.kind, M, c.N, c.K);
+      let worst = 0;
+      for (const S of [1, 3, 7]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S), ref));
+      rows.push(
+        row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} f32, splits 1/3/7 vs CPU`, worst, F32_LIMIT),
+      );
+      const a = run(gpu, c, x, M, false);
+      rows.push(
+        row(`skinny ${c.name} M=${M} bf16 out, ${auto} splits vs CPU`, relErr(a, ref), BF16_LIMIT),
+      );
+      if (M === 13) {
+        const r1 = run(gpu, c, x, M, true, 5);
+        const r2 = run(gpu, c, x, M, true, 5);
+        rows.push({
+          check: `skinny ${c.name} M=${M}: 5-way split repeated, values differing`,
+          value: `${countDiff(r1, r2)}`,
+          limit: '0',
+          pass: countDiff(r1, r2) === 0,
+        });
+      }
+    }
+  }
+  return rows;
+}
