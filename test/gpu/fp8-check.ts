@@ -121,6 +121,42 @@ function denseChecks(cpu: Backend, gpu: CudaBackend): Row[] {
   return rows;
 }
 
+/** The lookup of an FP8 table (--quantization fp8 quantizes the embedding) vs the CPU's. */
+function embeddingChecks(cpu: Backend, gpu: CudaBackend): Row[] {
+  const rows: Row[] = [];
+  const [V, D, T] = [300, 256, 37];
+  const tokenIds = Int32Array.from({ length: T }, (_, i) => (i * 97) % V);
+  const batch = {
+    tokenIds,
+    seqs: [{ numCached: 0, numNew: T, pageTable: Int32Array.from([0, 1, 2]) }],
+    pageSize: 16,
+    logitsFor: 'last' as const,
+  };
+  for (const s of [BLOCK_FP8, MXFP8]) {
+    const h = randomFp8([V, D], s, 17);
+    const gw = gpuFp8(gpu, [V, D], s, h);
+    const cw = cpu.upload(h.values, [V, D], 'bf16');
+    for (const dt of ['f32', 'bf16'] as const) {
+      const go = gpu.alloc([T, D], dt);
+      const co = cpu.alloc([T, D], dt);
+      gpu.embedding(go, gw, gpu.prepareBatch(batch));
+      cpu.embedding(co, cw, cpu.prepareBatch(batch));
+      const [a, b] = [gpu.readF32(go), cpu.readF32(co)];
+      rows.push(
+        dt === 'f32'
+          ? {
+              check: `${name(s)} embedding lookup, f32 out: values differing from the CPU`,
+              value: `${countDiff(a, b)}`,
+              limit: '0',
+              pass: countDiff(a, b) === 0,
+            }
+          : row(`${name(s)} embedding lookup, bf16 out vs CPU`, relErr(a, b), BF16_LIMIT),
+      );
+    }
+  }
+  return rows;
+}
+
 function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
   const rows: Row[] = [];
   const [D, I, E, topK] = [1024, 512, 16, 4];
@@ -358,6 +394,7 @@ export async function checkFp8(cpu: CpuBackend, gpu: CudaBackend, golden: string
   };
   await part('quantize', () => quantizeChecks(gpu));
   await part('dense', () => denseChecks(cpu, gpu));
+  await part('embedding', () => embeddingChecks(cpu, gpu));
   await part('moe', () => moeChecks(cpu, gpu));
   await part('real shapes', () => realShapeChecks(gpu, cpu));
   await part('models', () => modelChecks(cpu, gpu, golden));

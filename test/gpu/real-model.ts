@@ -170,9 +170,10 @@ export function decodeWeightBytes(
   fuse: boolean,
   linearBytes = 2,
 ): { always: number; experts: number } {
+  // --quantization fp8 quantizes the LM head with the linears.
   const { hiddenSize: D, headDim: Dh, numHeads: H, numKvHeads: Hkv, vocabSize: V } = cfg;
   const Di = cfg.sparse?.indexDim ?? 0;
-  let always = V * D * 2; // lm_head (the embedding reads only B rows)
+  let always = V * D * linearBytes; // lm_head (the embedding reads only B rows)
   let experts = 0;
   const E = cfg.numExperts;
   const K = cfg.numExpertsPerTok;

@@ -3,6 +3,8 @@ import { checkCacheScale } from '../kv-scale.js';
 import { numel } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CudaBatchMeta } from './batch-meta.js';
+import { CudaFp8Weight } from './cuda-fp8-weight.js';
+import { fp8Embedding } from './fp8-ops.js';
 import { cuda, letter } from './cuda-tensor.js';
 import type { TypeLetter } from './kernel-decl.js';
 import { launchKernel } from './kernel-launch.js';
@@ -28,6 +30,11 @@ const B256: [number, number, number] = [256, 1, 1];
 export function embedding(ctx: OpContext, out: Tensor, table: Tensor, meta: CudaBatchMeta): void {
   const D = table.shape[1]!;
   const o = cuda(out, 'embedding.out', ['bf16', 'f32'], [meta.numTokens, D]);
+  if (table instanceof CudaFp8Weight) {
+    // --quantization fp8 keeps the table in FP8: rows dequantized in the lookup.
+    fp8Embedding(ctx, o.ptr, letter(o, 'embedding'), table, meta.tokenIds, meta.numTokens);
+    return;
+  }
   const w = cuda(table, 'embedding.table', ['bf16', 'f32']);
   launchKernel(
     ctx,

@@ -5,7 +5,14 @@
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { launchKernel } from './kernel-launch.js';
-import { FP8_DEQUANT, FP8_DOWN, FP8_GEMM, FP8_GU, FP8_QUANTIZE } from './kernel-table.js';
+import {
+  FP8_DEQUANT,
+  FP8_DOWN,
+  FP8_EMBEDDING,
+  FP8_GEMM,
+  FP8_GU,
+  FP8_QUANTIZE,
+} from './kernel-table.js';
 import type { MoePlan } from './moe-ops.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
@@ -47,6 +54,24 @@ export function fp8Dequantize(
     `fp8_dequant_${outL}_${w.flavour}`,
     { grid: strideGrid(ctx, n), block: [256, 1, 1] },
     { out, W: w.ptr, S: w.scales.ptr, n, K, G: w.scaling.group },
+  );
+}
+
+/** out [T, D] (bf16 or f32) = rows `ids` [T] (device i32) of an FP8 table, code · scale. */
+export function fp8Embedding(
+  ctx: OpContext,
+  out: number,
+  outL: 'b' | 'f',
+  w: CudaFp8Weight,
+  ids: number,
+  T: number,
+): void {
+  launchKernel(
+    ctx,
+    FP8_EMBEDDING,
+    `fp8_embedding_${outL}_${w.flavour}`,
+    { grid: [T, 1, 1], block: [256, 1, 1] },
+    { out, W: w.ptr, S: w.scales.ptr, G: w.scaling.group, ids, D: w.shape[1]! },
   );
 }
 

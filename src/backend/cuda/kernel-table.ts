@@ -396,6 +396,15 @@ export const FP8_DEQUANT = kernel({
   args: { out: 'ptr', W: 'ptr', S: 'ptr', n: 'i64', K: 'i32', G: 'i32' },
   launch: 'grid-stride over n, block 256',
 });
+export const FP8_EMBEDDING = kernel({
+  file: 'fp8-gemm',
+  names: [
+    ...variants('fp8_embedding_b_', FP8_FLAVOURS),
+    ...variants('fp8_embedding_f_', FP8_FLAVOURS),
+  ],
+  args: { out: 'ptr', W: 'ptr', S: 'ptr', G: 'i32', ids: 'ptr', D: 'i32' },
+  launch: 'grid (T), block 256',
+});
 export const FP8_QUANTIZE = kernel({
   file: 'fp8-gemm',
   names: ['fp8_quantize_blk_b'],

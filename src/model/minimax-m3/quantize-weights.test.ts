@@ -28,7 +28,7 @@ describe('--quantization fp8', () => {
     );
   });
 
-  it('on the CPU: linears hold code · scale of 128 x 128 block FP8, the rest is untouched', async () => {
+  it('on the CPU: linears, embedding and LM head hold code · scale of 128 x 128 block FP8, the rest is untouched', async () => {
     const dir = goldenCase('tiny-moe');
     const plain = await loadModel(dir, { backend: cpu });
     const q = await loadModel(dir, { backend: cpu, quantization: 'fp8' });
@@ -42,9 +42,13 @@ describe('--quantization fp8', () => {
     const [, R, C] = gu.shape as [number, number, number];
     expect(same(l1(q).moe!.experts.gateUp)).toEqual(quantizeDequantize(same(gu), R, C));
     expect(same(l1(q).moe!.experts.gateUp)).not.toEqual(same(gu));
-    // Not quantized: embedding, LM head, norms, router, MSA index projections.
-    expect(same(q.weights.embed)).toEqual(same(plain.weights.embed));
-    expect(same(q.weights.lmHead)).toEqual(same(plain.weights.lmHead));
+    // The embedding and LM head too (the head GEMM and the lookup dequantize).
+    const [V, D] = plain.weights.embed.shape as [number, number];
+    expect(same(q.weights.embed)).toEqual(quantizeDequantize(same(plain.weights.embed), V, D));
+    expect(same(q.weights.lmHead)).toEqual(quantizeDequantize(same(plain.weights.lmHead), V, D));
+    expect(same(q.weights.lmHead)).not.toEqual(same(plain.weights.lmHead));
+    // Not quantized: norms, router, MSA index projections.
+    expect(same(q.weights.norm)).toEqual(same(plain.weights.norm));
     expect(same(l1(q).moe!.gate)).toEqual(same(l1(plain).moe!.gate));
     expect(same(l1(q).attn.index!.qProj)).toEqual(same(l1(plain).attn.index!.qProj));
   });

@@ -9,9 +9,11 @@ export type Quantization = (typeof QUANTIZATIONS)[number];
 
 /**
  * `--quantization fp8`: block FP8 (E4M3, 128 × 128 blocks per matrix, scale amax/448) of the
- * linears FP8 checkpoints quantize (attention q/k/v/o, dense MLPs, experts, shared expert;
- * not the embedding, LM head, norms, routers or MSA index projections), each matrix as the
- * backend holds it (gate|up fused). A backend with `fp8` keeps codes and scales (the bf16
+ * linears FP8 checkpoints quantize (attention q/k/v/o, dense MLPs, experts, shared expert),
+ * plus the embedding table and the LM head (a tied head once): without them a shallow model's
+ * FP8 weights stay above 0.55 of bf16 (the two are 2.46 GB each in MiniMax-M3); the lookup and
+ * the head GEMM dequantize in the kernel. Not the norms, routers or MSA index projections.
+ * Each matrix is quantized as the backend holds it (gate|up fused). A backend with `fp8` keeps codes and scales (the bf16
  * tensor is freed); the CPU computes on the dequantized values, code · scale, in place: what
  * the FP8 kernels are defined to compute.
  */
@@ -36,7 +38,9 @@ export function quantizeModelWeights(w: ModelWeights, backend: Backend): ModelWe
     mlp: mlp(l.mlp),
     moe: l.moe && { ...l.moe, experts: experts(l.moe.experts), shared: mlp(l.moe.shared) },
   });
-  return { ...w, layers: w.layers.map(layer) };
+  const embed = q(w.embed);
+  const lmHead = w.lmHead === w.embed ? embed : q(w.lmHead);
+  return { ...w, embed, lmHead, layers: w.layers.map(layer) };
 }
 
 function quantizeTensor(t: Tensor, backend: Backend): Tensor {
