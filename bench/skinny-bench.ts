@@ -2,7 +2,9 @@
  * Decode GEMMs at MiniMax-M3's real shapes (kernels/skinny-gemm.cu against the kernels it
  * replaces and cuBLAS): device time per GEMM (CUDA events, median of 20 after warm-up), the
  * weight bytes it reads, and that as a fraction of the measured device-copy bandwidth.
- *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8] [--out DIR]
+ *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8]
+ *        [--moe-tokens 8,64,512,2048] [--out DIR]
+ * and the MoE op at the real expert shape: tile kernels vs per-expert cuBLAS, bf16 and FP8.
  * Writes skinny-bench.json under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -18,7 +20,13 @@ import {
   skinnyGemm,
   skinnySplits,
 } from '../src/backend/cuda/skinny-gemm.js';
-import { median } from '../test/gpu/check-util.js';
+import { CpuBackend } from '../src/backend/cpu/cpu-backend.js';
+import { moe } from '../src/backend/cuda/moe-ops.js';
+import type { MoeGemmPath } from '../src/backend/cuda/moe-expert-gemm.js';
+import type { ExpertWeights } from '../src/backend/backend.js';
+import type { Tensor } from '../src/tensor/tensor.js';
+import { median, randArray } from '../test/gpu/check-util.js';
+import { moeRoutes } from '../test/gpu/moe-check.js';
 import { smoke } from '../test/gpu/smoke.js';
 
 function arg(name: string, fallback: string): string {
@@ -49,6 +57,42 @@ function timeMs(gpu: CudaBackend, f: () => void): number {
     ms.push(dev.elapsed(a, b));
   }
   return median(ms);
+}
+
+/** The MoE op at the real expert shape (128 + 1 experts, top-4 + shared): tiles vs per-expert cuBLAS, bf16 and FP8. */
+function moeBench(gpu: CudaBackend, tokens: number[]): Record<string, number>[] {
+  const [D, I, E, topK] = [6144, 3072, 128, 4];
+  const cpu = new CpuBackend();
+  const filled = (shape: number[], scale: number): Tensor => {
+    const t = gpu.alloc(shape, 'bf16');
+    gpu.fillRandom(t, 5, scale);
+    return t;
+  };
+  const gu = filled([E + 1, 2 * I, D], 2 / Math.sqrt(D));
+  const dn = filled([E + 1, D, I], 2 / Math.sqrt(I));
+  const b16: ExpertWeights = { gateUp: gu, down: dn, firstExpert: 0, numLocalExperts: E + 1 };
+  const f8: ExpertWeights = { ...b16, gateUp: gpu.fp8!.quantize(gu), down: gpu.fp8!.quantize(dn) };
+  const out: Record<string, number>[] = [];
+  for (const T of tokens) {
+    const routes = moeRoutes(cpu, { T, D, I, E, topK }, 70 + T);
+    const x = gpu.upload(randArray(T * D, 80 + T), [T, D], 'bf16');
+    const ids = gpu.upload(routes.ids, [T, topK + 1], 'i32');
+    const wts = gpu.upload(routes.wts, [T, topK + 1], 'f32');
+    const o = gpu.alloc([T, D], 'bf16');
+    const r: Record<string, number> = { T };
+    for (const [wn, ew] of [
+      ['bf16', b16],
+      ['fp8', f8],
+    ] as const)
+      for (const path of ['tiles', 'per-expert-cublas'] as MoeGemmPath[])
+        r[`${wn} ${path} ms`] = +timeMs(gpu, () =>
+          moe(gpu.ctx, gpu.gemm, o, x, ids, wts, ew, { alpha: 1.702, limit: 7 }, path),
+        ).toFixed(4);
+    console.log(JSON.stringify(r));
+    out.push(r);
+  }
+  cpu.close();
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -118,8 +162,12 @@ async function main(): Promise<void> {
     }
     gpu.synchronize();
   }
+  const moeRows = moeBench(gpu, arg('moe-tokens', '8,64,512,2048').split(',').map(Number));
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'skinny-bench.json'), JSON.stringify({ ceil, rows }, null, 2));
+  writeFileSync(
+    join(out, 'skinny-bench.json'),
+    JSON.stringify({ ceil, rows, moe: moeRows }, null, 2),
+  );
 }
 
 main().catch((e: Error) => {
