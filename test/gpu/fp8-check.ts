@@ -101,14 +101,14 @@ function denseChecks(cpu: Backend, gpu: CudaBackend): Row[] {
       limit: '0',
       pass: countDiff(gpu.readF32(gw), h.values) === 0,
     });
-    for (const M of [1, 8, 33, 64, 300]) {
+    for (const M of [1, 8, 33, 64, 130, 300]) {
       const x = randArray(M * K, 100 + M);
       const go = gpu.alloc([M, N], 'f32');
       const co = cpu.alloc([M, N], 'f32');
       gpu.matmul(go, gpu.upload(x, [M, K], 'bf16'), gw);
       cpu.matmul(co, cpu.upload(x, [M, K], 'bf16'), cw);
-      const path = M <= 64 ? 'W8A16 kernel' : 'dequantize + cuBLAS';
-      const lim = M <= 64 || s.kind === 'mx' ? GEMM_LIMIT : BF16_LIMIT;
+      const path = M <= 256 ? 'W8A16 kernel' : 'dequantize + cuBLAS';
+      const lim = M <= 256 || s.kind === 'mx' ? GEMM_LIMIT : BF16_LIMIT;
       rows.push(
         row(
           `${name(s)} matmul M=${M} N=${N} K=${K} (${path}) vs CPU`,

@@ -9,7 +9,7 @@ import { numel, shapeStr } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CublasGemm, GemmType } from './cublas-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
-import { cuda } from './cuda-tensor.js';
+import { cuda, type CudaTensor } from './cuda-tensor.js';
 import * as ew from './elementwise-ops.js';
 import { fp8Dequantize } from './fp8-ops.js';
 import { skinnyGemm } from './moe-ops.js';
@@ -61,8 +61,8 @@ export function matmul(
 }
 
 /**
- * x · w^T with an FP8 weight: M ≤ 64 (decode) on the W8A16 skinny kernel (skinny-gemm.ts),
- * which reads the codes once; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
+ * x · w^T with an FP8 weight: M ≤ 256 (decode) on the W8A16 skinny kernel (skinny-gemm.ts),
+ * which reads the codes once per 64 rows; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
  */
 function matmulFp8(
   ctx: OpContext,
@@ -77,8 +77,33 @@ function matmulFp8(
     throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
   const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
   const xi = cuda(x, 'matmul.x', ['bf16']);
-  if (splitSkinnyGemm(ctx, o.ptr, o.dtype === 'f32', xi.ptr, fp8Operand(w), M, N, K)) return;
+  if (M <= FP8_SKINNY_MAX_M && fp8SkinnyRows(ctx, o, xi.ptr, w, M, N, K)) return;
   const wb = ctx.ws.get('matmul.fp8.w', N * K * 2);
   fp8Dequantize(ctx, wb, 'b', w);
   gemm.gemm(o.ptr, o.dtype as GemmType, xi.ptr, wb, 'bf16', M, N, K);
+}
+
+/**
+ * Up to this many rows the FP8 decode kernel runs in slices of 64 (reading the codes once per
+ * slice: 4 slices read 4 bytes per weight, still under dequantize + cuBLAS's 5).
+ */
+const FP8_SKINNY_MAX_M = 256;
+
+function fp8SkinnyRows(
+  ctx: OpContext,
+  o: CudaTensor,
+  x: number,
+  w: CudaFp8Weight,
+  M: number,
+  N: number,
+  K: number,
+): boolean {
+  const f32 = o.dtype === 'f32';
+  const op = fp8Operand(w);
+  for (let r = 0; r < M; r += 64) {
+    const m = Math.min(64, M - r);
+    const out = o.ptr + r * N * (f32 ? 4 : 2);
+    if (!splitSkinnyGemm(ctx, out, f32, x + r * K * 2, op, m, N, K)) return false;
+  }
+  return true;
 }
