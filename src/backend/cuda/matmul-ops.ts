@@ -1,6 +1,6 @@
 /**
  * Dense out[M, N] = x[M, K] . w[N, K]^T on the CUDA backend: small-M bf16 GEMMs on the
- * tensor-core streaming kernel (moe-ops.ts `skinnyGemm`), FP8 weights on the W8A16 kernel
+ * split-K streaming kernel (skinny-gemm.ts), FP8 weights on its W8A16 variant
  * (decode) or dequantized for cuBLAS (prefill), everything else on cuBLAS, with the f32 router
  * on bf16 activations converted first.
  */
@@ -13,7 +13,7 @@ import { cuda, type CudaTensor } from './cuda-tensor.js';
 import * as ew from './elementwise-ops.js';
 import { fp8Dequantize } from './fp8-ops.js';
 import { skinnyGemm } from './moe-ops.js';
-import { fp8Operand, skinnyGemm as splitSkinnyGemm } from './skinny-gemm.js';
+import { bf16Operand, fp8Operand, skinnyGemm as splitSkinnyGemm } from './skinny-gemm.js';
 import type { OpContext } from './op-context.js';
 
 export function matmul(
@@ -55,8 +55,12 @@ export function matmul(
     ew.convert(ctx, o.ptr, 'b', tmp, 'f', M * N);
     return;
   }
-  if (inType === 'bf16' && skinny && skinnyGemm(ctx, o.ptr, o.dtype === 'f32', xp, wi.ptr, M, N, K))
-    return;
+  if (inType === 'bf16' && skinny && M <= 64) {
+    // Decode: the split-K streaming kernel (any N), else the older 64-row kernel (N >= 2048).
+    const f32 = o.dtype === 'f32';
+    if (splitSkinnyGemm(ctx, o.ptr, f32, xp, bf16Operand(wi.ptr), M, N, K)) return;
+    if (skinnyGemm(ctx, o.ptr, f32, xp, wi.ptr, M, N, K)) return;
+  }
   gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
 }
 

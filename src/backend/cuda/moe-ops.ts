@@ -327,7 +327,14 @@ export function moe(
   combine(ctx, xo, p);
 }
 
-/** FP8 experts on the FP8 kernels (tiles) or, for prefill, dequantized per expert for cuBLAS. */
+/**
+ * FP8 experts read as FP8 by the tile kernels (skinny-gemm.cu) up to this many tokens: every
+ * expert's codes once per 64-row tile, against dequantizing all experts to bf16 for cuBLAS (3
+ * bytes moved per weight before cuBLAS reads 2); beyond it cuBLAS's GEMM rate wins.
+ */
+const FP8_MOE_TILES_MAX_TOKENS = 4096;
+
+/** FP8 experts on the FP8 kernels (tiles) or, for long prefills, dequantized per expert for cuBLAS. */
 function moeFp8(
   ctx: OpContext,
   gemm: CublasGemm,
@@ -346,7 +353,9 @@ function moeFp8(
   const { T, D, I, E, Kw } = dims;
   const { xo, xi, ii, wi, gu, dn } = t;
   const fp8 = xi.dtype === 'bf16' && fp8MmaFits(gu, D) && fp8MmaFits(dn, I);
-  if (fp8 && (path ?? moeGemmPath(T, true, ctx.dev.isCapturing)) === 'per-expert-cublas') {
+  const how =
+    path ?? (T > FP8_MOE_TILES_MAX_TOKENS && !ctx.dev.isCapturing ? 'per-expert-cublas' : 'tiles');
+  if (fp8 && how === 'per-expert-cublas') {
     // Prefill: expert by expert, dequantized to bf16 just before its cuBLAS GEMMs.
     const p = planMoe(ctx, T, D, I, E, Kw, true, 'per-expert-cublas');
     permute(ctx, p, ii.ptr, dims.first);

@@ -181,6 +181,15 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     cp_commit();
   }
   for (int kt = kt0; kt < kt1; kt++) {
+    // Block FP8: this tile's row scales, loaded before the barrier so the wait hides them.
+    float sc[NM][2];
+    if constexpr (WT == SK_BLK) {
+      const float* sf = reinterpret_cast<const float*>(S);
+#pragma unroll
+      for (int mi = 0; mi < NM; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) sc[mi][h] = sf[sRow[mi][h] + kt * BK / G];
+    }
     cp_wait<STAGES - 2>();
     __syncthreads();  // stage kt landed; every warp is done with the stage refilled next
     const int nxt = kt + STAGES - 1;
@@ -271,12 +280,10 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
           for (int mi = 0; mi < NM; mi++) mma16816(dst[mi][f], a[mi][j], xw[2 * j], xw[2 * j + 1]);
       }
     }
-    if (WT == SK_BLK) {
-      const int grp = kt * BK / G;
-      const float* sf = reinterpret_cast<const float*>(S);
+    if constexpr (WT == SK_BLK) {
 #pragma unroll
       for (int mi = 0; mi < NM; mi++) {
-        const float s0 = sf[sRow[mi][0] + grp], s1 = sf[sRow[mi][1] + grp];
+        const float s0 = sc[mi][0], s1 = sc[mi][1];
 #pragma unroll
         for (int f = 0; f < NF; f++)
 #pragma unroll
