@@ -3,15 +3,18 @@
  * test/gpu/real-model.ts): correctness against the CPU backend, then prefill and decode timings.
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
- *        [--prefill-attention tensor-cores|scalar] [--quantization fp8]
+ *        [--prefill-attention tensor-cores|scalar] [--quantization fp8 | none,fp8]
  *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3]
- * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .).
+ * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .). --quantization
+ * none,fp8 benches the bf16 weights, quantizes the same weights and benches again (one weight
+ * build): gpu-bench-none.*, gpu-bench-fp8.* and a table of FP8 / bf16 on stdout.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
 import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { ModelConfig } from '../src/config/model-config.js';
+import type { ModelWeights } from '../src/model/minimax-m3/weights.js';
 import {
   allocKvCache,
   KV_CACHE_DTYPE_FLAGS,
@@ -221,10 +224,12 @@ function markdown(
   return lines.join('\n');
 }
 
-function quantizationArg(): 'none' | 'fp8' {
-  const q = arg('quantization', 'none');
-  if (q !== 'none' && q !== 'fp8') throw new Error(`--quantization must be fp8, not ${q}`);
-  return q;
+/** `--quantization`: none, fp8, or a list (none,fp8: the same weights benched, then quantized). */
+function quantizationArg(): ('none' | 'fp8')[] {
+  const qs = arg('quantization', 'none').split(',');
+  for (const q of qs)
+    if (q !== 'none' && q !== 'fp8') throw new Error(`--quantization must be fp8, not ${q}`);
+  return qs as ('none' | 'fp8')[];
 }
 
 /** `--kv-cache-dtype` (vLLM's values), resolved. */
@@ -233,6 +238,100 @@ function kvCacheDtypeArg(): KvCacheDtype {
   if (!(KV_CACHE_DTYPE_FLAGS as readonly string[]).includes(flag))
     throw new Error(`--kv-cache-dtype must be one of ${KV_CACHE_DTYPE_FLAGS.join(', ')}`);
   return resolveKvCacheDtype(flag as KvCacheDtypeFlag);
+}
+
+interface Setup {
+  gpu: CudaBackend;
+  ceil: Ceilings;
+  cfg: ModelConfig;
+  context: number;
+  batches: number[];
+  prefillTs: number[];
+  prefillAttention: string;
+  kvCacheDtype: KvCacheDtype;
+  kv: KvCache;
+  out: string;
+  /** Output file stem: gpu-bench, or gpu-bench-<quantization> when one run does several. */
+  stem: string;
+}
+
+interface PassResult {
+  prefill: Record<string, number>[];
+  decode: DecodeRow[];
+  weightGB: number;
+}
+
+/** One quantization's check, prefill and decode timings on `weights`; writes its files. */
+async function runPass(s: Setup, quantization: string, weights: ModelWeights): Promise<PassResult> {
+  const { gpu, cfg, ceil, context, kv } = s;
+  const linearBytes = quantization === 'fp8' ? 1 + 4 / 128 : 2;
+  const weightBytes = weightBytesByDtype(weights, gpu);
+  console.log(
+    `${quantization}: weights by dtype (GB): ${JSON.stringify(Object.fromEntries(Object.entries(weightBytes).map(([k, v]) => [k, +(v / 1e9).toFixed(3)])))}, total ${(totalWeightBytes(weightBytes) / 1e9).toFixed(3)} GB`,
+  );
+  const model = new MiniMaxM3Model(cfg, weights, gpu, new SingleRankCommunicator());
+  let check: unknown = 'skipped';
+  if (!process.argv.includes('--skip-check'))
+    check = await realCheck(gpu, model, Number(arg('prompt', '8')));
+  const pagesPerSeq = Math.ceil((context + 1) / PAGE);
+  const prefills: Record<string, number>[] = [];
+  for (const T of s.prefillTs) {
+    const prefill = await timePrefill(gpu, model, kv, T, ceil);
+    console.log(
+      `${quantization} prefill ${T} (${s.prefillAttention} attention): ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`,
+    );
+    prefills.push(prefill);
+  }
+  const rows: DecodeRow[] = [];
+  for (const B of s.batches) {
+    const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil, linearBytes);
+    console.log(
+      `${quantization} decode B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`,
+    );
+    rows.push(r);
+  }
+  mkdirSync(s.out, { recursive: true });
+  writeFileSync(
+    join(s.out, `${s.stem}.json`),
+    JSON.stringify(
+      {
+        ceil,
+        prefillAttention: s.prefillAttention,
+        quantization,
+        kvCacheDtype: s.kvCacheDtype,
+        weightBytes,
+        prefill: prefills,
+        decode: rows,
+        check,
+        context,
+        layers: cfg.numLayers,
+      },
+      null,
+      2,
+    ),
+  );
+  const md = markdown(cfg, ceil, prefills, rows, context, check, quantization, weightBytes, kv);
+  writeFileSync(join(s.out, `${s.stem}.md`), md);
+  console.log(`\n${md}`);
+  return { prefill: prefills, decode: rows, weightGB: totalWeightBytes(weightBytes) / 1e9 };
+}
+
+/** FP8 over bf16: weight memory, decode graph step per batch, prefill rate. */
+function ratios(b: PassResult, f: PassResult): string {
+  const pct = (r: DecodeRow) => `${(100 * r.fraction).toFixed(0)}%`;
+  return [
+    '| | bf16 | FP8 | FP8 / bf16 |',
+    '|---|---|---|---|',
+    `| weight memory GB | ${b.weightGB.toFixed(3)} | ${f.weightGB.toFixed(3)} | ${(f.weightGB / b.weightGB).toFixed(3)} |`,
+    ...b.decode.map((r, i) => {
+      const q = f.decode[i]!;
+      return `| decode graph step B=${r.batch} ms (% of own roofline) | ${r.graphMs.toFixed(3)} (${pct(r)}) | ${q.graphMs.toFixed(3)} (${pct(q)}) | ${(q.graphMs / r.graphMs).toFixed(3)} |`;
+    }),
+    ...b.prefill.map((p, i) => {
+      const q = f.prefill[i]!;
+      return `| prefill ${p['tokens']} TFLOP/s | ${p['tflops']!.toFixed(0)} | ${q['tflops']!.toFixed(0)} | ${(q['tflops']! / p['tflops']!).toFixed(3)} |`;
+    }),
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -248,24 +347,13 @@ async function main(): Promise<void> {
   const ceil = smoke(gpu);
   const cfg = realConfig(numMoe);
   const t0 = performance.now();
-  const quantization = quantizationArg();
+  const quantizations = quantizationArg();
   const kvCacheDtype = kvCacheDtypeArg();
-  const built = await buildGpuWeights(gpu, cfg, true);
-  // `--quantization fp8` as the loader applies it: block FP8 on the device, bf16 freed.
-  const weights = quantization === 'fp8' ? quantizeModelWeights(built, gpu) : built;
+  let weights = await buildGpuWeights(gpu, cfg, true);
   gpu.synchronize();
-  const linearBytes = quantization === 'fp8' ? 1 + 4 / 128 : 2;
-  const weightBytes = weightBytesByDtype(weights, gpu);
-  console.log(
-    `weights by dtype (GB): ${JSON.stringify(Object.fromEntries(Object.entries(weightBytes).map(([k, v]) => [k, +(v / 1e9).toFixed(3)])))}, total ${(totalWeightBytes(weightBytes) / 1e9).toFixed(3)} GB`,
-  );
   console.log(
     `built ${cfg.numLayers}-layer real-dimension weights on the GPU in ${(performance.now() - t0).toFixed(0)} ms; ${(gpu.dev.bytesAllocated / 2 ** 30).toFixed(1)} GiB allocated`,
   );
-  const model = new MiniMaxM3Model(cfg, weights, gpu, new SingleRankCommunicator());
-  let check: unknown = 'skipped';
-  if (!process.argv.includes('--skip-check'))
-    check = await realCheck(gpu, model, Number(arg('prompt', '8')));
   const pagesPerSeq = Math.ceil((context + 1) / PAGE);
   const maxB = Math.max(...batches);
   const kv = allocKvCache(
@@ -276,45 +364,27 @@ async function main(): Promise<void> {
     PAGE,
     kvCacheDtype,
   );
-  const prefills: Record<string, number>[] = [];
-  for (const T of prefillTs) {
-    const prefill = await timePrefill(gpu, model, kv, T, ceil);
-    console.log(
-      `prefill ${T} (${prefillAttention} attention): ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s`,
-    );
-    prefills.push(prefill);
+  const setup = {
+    gpu,
+    ceil,
+    cfg,
+    context,
+    batches,
+    prefillTs,
+    prefillAttention,
+    kvCacheDtype,
+    kv,
+    out,
+  };
+  const results: Partial<Record<'none' | 'fp8', PassResult>> = {};
+  for (const q of quantizations) {
+    // `--quantization fp8` as the loader applies it: block FP8 on the device, bf16 freed.
+    if (q === 'fp8') weights = quantizeModelWeights(weights, gpu);
+    gpu.synchronize();
+    const stem = quantizations.length > 1 ? `gpu-bench-${q}` : 'gpu-bench';
+    results[q] = await runPass({ ...setup, stem }, q, weights);
   }
-  const rows: DecodeRow[] = [];
-  for (const B of batches) {
-    const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil, linearBytes);
-    console.log(
-      `decode B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`,
-    );
-    rows.push(r);
-  }
-  mkdirSync(out, { recursive: true });
-  writeFileSync(
-    join(out, 'gpu-bench.json'),
-    JSON.stringify(
-      {
-        ceil,
-        prefillAttention,
-        quantization,
-        kvCacheDtype,
-        weightBytes,
-        prefill: prefills,
-        decode: rows,
-        check,
-        context,
-        layers: cfg.numLayers,
-      },
-      null,
-      2,
-    ),
-  );
-  const md = markdown(cfg, ceil, prefills, rows, context, check, quantization, weightBytes, kv);
-  writeFileSync(join(out, 'gpu-bench.md'), md);
-  console.log(`\n${md}`);
+  if (results.none && results.fp8) console.log(`\n${ratios(results.none, results.fp8)}`);
 }
 
 main().catch((e: Error) => {

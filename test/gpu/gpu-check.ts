@@ -1,9 +1,9 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8 (default), comm, comm-procs,
- *                gemm-rs, group] [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192]
- *        [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
+ *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), comm,
+ *                comm-procs, gemm-rs, group, fp8-real] [--fp8-real-positions 2]
+ *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  *        [--group-failures 0,1,2]
  * 1. FFI smoke and device ceilings, 2. every op against the CPU backend on random inputs,
@@ -17,8 +17,10 @@
  * (comm-gemm-rs-check.ts) and as processes (comm-process-check.ts),
  * 8. `--tp` groups sharing the GPU through the CLI: forward vs the CPU backend, the fusion
  * trace, and failing ranks ending the group (group-check.ts),
- * 9. FP8 weights: every FP8 op and FP8 models against the CPU (fp8-check.ts),
- * 10. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts).
+ * 9. the decode GEMMs on bf16 and FP8 weights, split-K, against the CPU (skinny-check.ts),
+ * 10. FP8 weights: every FP8 op and FP8 models against the CPU (fp8-check.ts); opt-in, the
+ * real-dimension model under --quantization fp8 vs the CPU (fp8-real-check.ts),
+ * 11. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts).
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -35,12 +37,14 @@ import { checkSharedGpuGroups, type GroupLayout } from './group-check.js';
 import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-check.js';
 import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
+import { checkFp8Real } from './fp8-real-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
 import { checkMoePaths } from './moe-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkSampler } from './sampler-check.js';
+import { checkSkinny } from './skinny-check.js';
 import { smoke } from './smoke.js';
 
 function arg(name: string, fallback: string): string {
@@ -55,7 +59,7 @@ async function main(): Promise<void> {
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
   const only = new Set(
-    arg('only', 'smoke,ops,msa,golden,sampler,engine,load,fp8,kv-fp8').split(','),
+    arg('only', 'smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8').split(','),
   );
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
@@ -155,6 +159,11 @@ async function main(): Promise<void> {
     );
     all.push(...rows);
   }
+  if (only.has('skinny')) {
+    const rows = guard('skinny GEMMs', () => checkSkinny(cpu, gpu));
+    printTable('Decode GEMMs (skinny-gemm.cu): bf16 / FP8 weights vs CPU, split-K', rows);
+    all.push(...rows);
+  }
   if (only.has('fp8')) {
     const rows = await checkFp8(cpu, gpu, golden);
     printTable('FP8 weights (W8A16): CUDA vs CPU on the same quantized weights', rows);
@@ -163,6 +172,25 @@ async function main(): Promise<void> {
   if (only.has('kv-fp8')) {
     const rows = await checkKvFp8(cpu, gpu);
     printTable('FP8 KV cache (--kv-cache-dtype fp8): CUDA vs CPU on the same cached values', rows);
+    all.push(...rows);
+  }
+  if (only.has('fp8-real')) {
+    // Opt-in: the CPU reference of the real-dimension model takes about a minute.
+    let rows: Row[];
+    try {
+      rows = await checkFp8Real(gpu, Number(arg('fp8-real-positions', '2')));
+    } catch (e) {
+      console.error((e as Error).stack);
+      rows = [
+        {
+          check: 'real dims FP8',
+          value: `error: ${(e as Error).message}`,
+          limit: '-',
+          pass: false,
+        },
+      ];
+    }
+    printTable('FP8 (--quantization fp8) real-dimension model vs CPU', rows);
     all.push(...rows);
   }
   result['rows'] = all;
