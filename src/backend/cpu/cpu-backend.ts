@@ -201,13 +201,11 @@ export class CpuBackend implements Backend {
     const width = x.shape[x.shape.length - 1]!;
     const fp8 = cache.dtype === 'f8e4m3';
     checkCacheScale(cache, scale);
-    writeCacheRows(
-      f32(cache, 'writeCache.cache'),
-      f32(x, 'writeCache.x', [meta.numTokens, width]),
-      (meta as CpuBatchMeta).layout.slots,
-      width,
-      fp8 ? scale : null,
-    );
+    const c = f32(cache, 'writeCache.cache');
+    const xv = f32(x, 'writeCache.x', [meta.numTokens, width]);
+    const layout = (meta as CpuBatchMeta).layout;
+    if (fp8) writeCacheRows(c, xv, layout.slots, width, scale);
+    else this.kernels.writeCache(c, xv, meta.batch, layout, width);
   }
 
   attention(

@@ -1,6 +1,6 @@
 import type { MsaOptions } from '../../backend.js';
 import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
-import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
+import { pagedAttention, writeCacheRows, type PagedAttentionArgs } from '../ops/attention.js';
 import { matmulF32 } from '../ops/matmul.js';
 import { swigluOaiRows } from '../ops/moe.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
@@ -34,7 +34,7 @@ function compile(b64: string): object {
 
 // prettier-ignore
 const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
-  'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add'] as const;
+  'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
@@ -154,6 +154,20 @@ export class CpuKernels {
       rows.push(...matmulChunks(j, N, K, share));
     }
     this.pool.run(rows, flops >= this.minWakeFlops);
+  }
+
+  /** cache row slots[t] = x row t (rows of `width` values): the KV cache write, on the caller. */
+  writeCache(
+    cache: Float32Array,
+    x: Float32Array,
+    batch: ForwardBatch,
+    layout: BatchLayout,
+    width: number,
+  ): void {
+    if (!this.rowsInHeap([cache, x], width)) return writeCacheRows(cache, x, layout.slots, width);
+    this.tables.fill(batch, layout);
+    // prettier-ignore
+    this.pool.run([['scatter_rows', cache.byteOffset, x.byteOffset, this.tables.slotsPtr, layout.numTokens, 4 * width]], false);
   }
 
   /** dst row i = src row rows[i] (rows of `width` values), on the caller. */

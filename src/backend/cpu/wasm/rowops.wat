@@ -1,7 +1,7 @@
 ;; Per-row float32 ops of a step in 128-bit SIMD, on rows [r0, r1) (the thread pool cuts a step's
 ;; rows into chunks; each row is computed the same way in any chunk, so results do not depend
 ;; on the thread count): Gemma RMSNorm, residual add + RMSNorm, SwiGLU-OAI, elementwise add;
-;; and the MoE's row gather and weighted scatter-add.
+;; the MoE's row gather and weighted scatter-add; the KV cache's row scatter.
 ;; Row widths must be multiples of 4; pointers are byte offsets into the shared memory; an
 ;; output may be its input. The float64 JS kernels in ../ops are the reference (float32
 ;; rounding apart). Tested by src/backend/cpu/wasm/wasm-rowops.test.ts.
@@ -196,6 +196,25 @@
             (local.set $j (i32.add (local.get $j) (i32.const 8)))
             (br $next)))
         (local.set $yp (i32.add (local.get $yp) (local.get $n4)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $row))))
+;; KV cache write: dst row rows[i] = src row i for i in [0, n); rows of n4 bytes.
+  (func (export "scatter_rows") (param $dst i32) (param $src i32) (param $rows i32) (param $n i32) (param $n4 i32)
+    (local $i i32) (local $j i32) (local $sp i32) (local $dp i32)
+    (local.set $sp (local.get $src))
+    (block $rows_done
+      (loop $row
+        (br_if $rows_done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $dp (i32.add (local.get $dst) (i32.mul (local.get $n4)
+          (i32.load (i32.add (local.get $rows) (i32.shl (local.get $i) (i32.const 2)))))))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+            (v128.store (i32.add (local.get $dp) (local.get $j)) (v128.load (i32.add (local.get $sp) (local.get $j))))
+            (local.set $j (i32.add (local.get $j) (i32.const 16)))
+            (br $next)))
+        (local.set $sp (i32.add (local.get $sp) (local.get $n4)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $row))))
 )

@@ -3,7 +3,8 @@ import type { WasmHeap } from './wasm-heap.js';
 
 /**
  * A step's token tables in the heap, for the WASM attention kernels: `meta` i32 [T, 2] =
- * (position, byte offset of the sequence's page table), then every sequence's page table.
+ * (position, byte offset of the sequence's page table), then every sequence's page table,
+ * then i32 [T] the tokens' cache slots.
  * Filled once per step: kept for the last layout seen and refilled when another one comes
  * (the same layout serves every layer of the step).
  */
@@ -12,6 +13,8 @@ export class StepTables {
   private buf: Int32Array | null = null;
   /** Byte offset of meta [T, 2]. */
   metaPtr = 0;
+  /** Byte offset of slots [T]. */
+  slotsPtr = 0;
   /** Largest position of the step's tokens. */
   maxPos = 0;
 
@@ -20,7 +23,7 @@ export class StepTables {
   fill(batch: ForwardBatch, layout: BatchLayout): void {
     if (layout === this.layout) return;
     const T = layout.numTokens;
-    const n = batch.seqs.reduce((acc, s) => acc + s.pageTable.length, 2 * T);
+    const n = batch.seqs.reduce((acc, s) => acc + s.pageTable.length, 3 * T);
     if (this.buf === null || this.buf.length < n) {
       if (this.buf) this.heap.free(this.buf);
       this.buf = this.heap.i32(Math.ceil(n * 1.5) + 64);
@@ -40,6 +43,8 @@ export class StepTables {
       buf[2 * t + 1] = ptOffset[layout.seqOfToken[t]!]!;
       if (pos > maxPos) maxPos = pos;
     }
+    buf.set(layout.slots, at);
+    this.slotsPtr = buf.byteOffset + at * 4;
     this.metaPtr = buf.byteOffset;
     this.maxPos = maxPos;
     this.layout = layout;

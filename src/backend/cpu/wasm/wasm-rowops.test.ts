@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { assembleWat } from '../../../../scripts/assemble-wat.mjs';
+import { layoutBatch, type ForwardBatch } from '../../forward-batch.js';
+import { writeCacheRows } from '../ops/attention.js';
 import { swigluOaiRows } from '../ops/moe.js';
 import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
 import { CpuKernels } from './cpu-kernels.js';
@@ -125,5 +127,27 @@ describe('row kernels (rowops.wat)', () => {
     k.scatterAdd(out, y, rows, w, D);
     k.close();
     expect(Array.from(out)).toEqual(Array.from(want));
+  });
+
+  it('KV cache write: rows land at their slots exactly as writeCacheRows puts them', () => {
+    const [S, W] = [4, 12];
+    const batch: ForwardBatch = {
+      tokenIds: new Int32Array(5),
+      seqs: [
+        { numCached: 2, numNew: 3, pageTable: Int32Array.from([3, 1]) },
+        { numCached: 6, numNew: 2, pageTable: Int32Array.from([0, 2]) },
+      ],
+      pageSize: S,
+      logitsFor: 'last',
+    };
+    const layout = layoutBatch(batch);
+    const k = new CpuKernels();
+    const x = filled(k, layout.numTokens * W, 13);
+    const cache = filled(k, 4 * S * W, 14);
+    const want = cache.slice();
+    writeCacheRows(want, x, layout.slots, W);
+    k.writeCache(cache, x, batch, layout, W);
+    k.close();
+    expect(Array.from(cache)).toEqual(Array.from(want));
   });
 });
