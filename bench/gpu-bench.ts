@@ -28,6 +28,7 @@ import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
 import { SingleRankCommunicator } from '../src/parallel/communicator.js';
 import { median } from '../test/gpu/check-util.js';
 import { decodeBatch, timeGraphStep } from './graph-step.js';
+import { prefillFlops } from './prefill-flops.js';
 import { profileOps } from '../test/gpu/op-profile.js';
 import { realCheck } from '../test/gpu/real-check.js';
 import { buildGpuWeights, decodeWeightBytes, realConfig } from '../test/gpu/real-model.js';
@@ -45,28 +46,6 @@ function arg(name: string, fallback: string): string {
 }
 
 const PAGE = 128;
-
-/** FLOPs of a causal prefill of T tokens (one sequence), logits for the last row only. */
-export function prefillFlops(cfg: ModelConfig, T: number): number {
-  const { hiddenSize: D, headDim: Dh, numHeads: H, numKvHeads: Hkv } = cfg;
-  const Di = cfg.sparse?.indexDim ?? 0;
-  const K = cfg.numExpertsPerTok;
-  const pairs = (T * (T + 1)) / 2;
-  let perToken = 0;
-  let attn = 0;
-  for (let i = 0; i < cfg.numLayers; i++) {
-    perToken += (2 * H * Dh + 2 * Hkv * Dh) * D;
-    attn += 2 * 2 * H * Dh * pairs;
-    if (cfg.sparseLayers[i]) {
-      perToken += (Hkv * Di + Di) * D;
-      attn += 2 * Hkv * Di * pairs;
-    }
-    perToken += cfg.moeLayers[i]
-      ? cfg.numExperts * D + (K + 1) * 3 * D * cfg.moeIntermediateSize
-      : 3 * D * cfg.denseIntermediateSize;
-  }
-  return 2 * perToken * T + attn + 2 * cfg.vocabSize * D;
-}
 
 interface DecodeRow {
   profile: Record<string, number>;

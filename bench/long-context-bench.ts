@@ -1,32 +1,52 @@
 /**
- * Long-context bench (issue 12), one GPU: for each context L, the time to first token of one
- * L-token prompt (prefill from an empty cache, whole prompt or --chunk-token chunks as the
- * server's --max-num-batched-tokens makes them, host-timed to the logits, median of --reps)
- * and the decode step at context L (batch 1, CUDA graph replay, device time), on the
- * real-dimension model (3 dense + N MoE layers; the MoE layers are MSA-sparse, block 128,
- * top-16, local block forced) with random weights built on the GPU.
- *   node dist/gpu/bench/long-context-bench.js [--moe-layers 1] [--contexts 8192,32768,100000]
- *        [--chunk 0] [--reps 2] [--msa-scoring tensor-cores|scalar] [--out DIR]
+ * Long-context bench (issue 12), one GPU, on the real-dimension model (3 dense + N MoE layers;
+ * the MoE layers are MSA-sparse, block 128, top-16, local block forced) with random weights
+ * built on the GPU:
+ * - for each context L, the time to first token of one L-token prompt (prefill from an empty
+ *   cache, whole prompt or --chunk-token chunks as the server's --max-num-batched-tokens makes
+ *   them, host-timed to the logits, median of --reps; 1 rep past 32k), its rate in TFLOP/s
+ *   and as a fraction of the cuBLAS GEMM rate measured in the same run (bench:gpu's FLOP
+ *   count), and the decode step at context L (batch 1, CUDA graph replay, device time);
+ * - the dense prefill attention kernel alone (CUDA events) at --attention-tokens, for each
+ *   block shape (query heads per block, rows per warp);
+ * - per-op device time of one eager prefill at --profile tokens.
+ *   node dist/gpu/bench/long-context-bench.js [--moe-layers 1] [--contexts 2048,8192,32768,100000]
+ *        [--chunk 0] [--reps 2] [--msa-scoring tensor-cores|scalar]
+ *        [--attention-tokens 2048,8192,32768] [--profile 0] [--skip-ceilings] [--out DIR]
  * Writes long-context-bench.json and long-context-bench.md under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
-import { createCudaBackend } from '../src/backend/cuda/cuda-backend.js';
+import { attentionPrefill, type PrefillTiling } from '../src/backend/cuda/attention-ops.js';
+import type { CudaBatchMeta } from '../src/backend/cuda/batch-meta.js';
+import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { MsaScoring } from '../src/backend/cuda/msa-ops.js';
 import { allocKvCache, type KvCache } from '../src/model/minimax-m3/kv-cache.js';
 import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
 import { SingleRankCommunicator } from '../src/parallel/communicator.js';
 import { median } from '../test/gpu/check-util.js';
+import { profileOps } from '../test/gpu/op-profile.js';
 import { buildGpuWeights, realConfig } from '../test/gpu/real-model.js';
+import { smoke } from '../test/gpu/smoke.js';
 import { decodeBatch, timeGraphStep } from './graph-step.js';
+import { causalAttentionFlops, prefillFlops } from './prefill-flops.js';
 
 const PAGE = 128;
+/** Prefill block shapes the attention-alone rows compare (the first is the default's). */
+const TILINGS: readonly PrefillTiling[] = [
+  { heads: 2, mTiles: 2 },
+  { heads: 2, mTiles: 1 },
+  { heads: 1, mTiles: 1 },
+  { heads: 1, mTiles: 2 },
+];
+const tilingKey = (t: PrefillTiling): string => `h${t.heads}m${t.mTiles}`;
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
 }
+const list = (s: string): number[] => (s ? s.split(',').map(Number) : []);
 
 /** The prompt's forward batches: one, or chunks of `chunk` tokens over the same page table. */
 function prefillBatches(L: number, chunk: number, vocab: number): ForwardBatch[] {
@@ -51,17 +71,70 @@ async function ttft(model: MiniMaxM3Model, kv: KvCache, batches: ForwardBatch[])
   return performance.now() - t0;
 }
 
+/** TFLOP/s of the dense prefill attention kernel alone at T tokens (one sequence), by heads per block. */
+function timeAttention(gpu: CudaBackend, cfg: ReturnType<typeof realConfig>, T: number) {
+  const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = cfg;
+  const pages = Math.ceil(T / PAGE);
+  const q = gpu.alloc([T, H * Dh], 'bf16'); // [T, H·Dh]
+  const k = gpu.alloc([pages, PAGE, Hkv * Dh], 'bf16'); // [P, S, Hkv·Dh]
+  const v = gpu.alloc([pages, PAGE, Hkv * Dh], 'bf16');
+  const o = gpu.alloc([T, H * Dh], 'bf16');
+  gpu.fillRandom(q, 11, 2);
+  gpu.fillRandom(k, 12, 1);
+  gpu.fillRandom(v, 13, 1);
+  const batch: ForwardBatch = {
+    tokenIds: new Int32Array(T),
+    seqs: [{ numCached: 0, numNew: T, pageTable: Int32Array.from({ length: pages }, (_, p) => p) }],
+    pageSize: PAGE,
+    logitsFor: 'last',
+  };
+  const meta = gpu.prepareBatch(batch) as CudaBatchMeta;
+  const opts = {
+    numHeads: H,
+    numKvHeads: Hkv,
+    headDim: Dh,
+    scale: 1 / Math.sqrt(Dh),
+    blocks: null,
+  };
+  const dev = gpu.dev;
+  const [a, b] = [dev.createEvent(), dev.createEvent()];
+  const row: Record<string, number> = { tokens: T };
+  for (const tiling of TILINGS) {
+    attentionPrefill(gpu.ctx, o, q, k, v, meta, opts, tiling);
+    const ms: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      dev.record(a);
+      attentionPrefill(gpu.ctx, o, q, k, v, meta, opts, tiling);
+      dev.record(b);
+      ms.push(dev.elapsed(a, b));
+    }
+    const key = tilingKey(tiling);
+    row[`ms_${key}`] = median(ms);
+    row[`tflops_${key}`] = causalAttentionFlops(T, H, Dh) / (median(ms) * 1e-3) / 1e12;
+  }
+  for (const t of [q, k, v, o]) gpu.free(t);
+  return row;
+}
+
 async function main(): Promise<void> {
   const out = arg('out', process.env['OUT'] ?? '.');
   const numMoe = Number(arg('moe-layers', '1'));
-  const contexts = arg('contexts', '8192,32768,100000').split(',').map(Number);
+  const contexts = list(arg('contexts', '2048,8192,32768,100000'));
   const chunk = Number(arg('chunk', '0'));
   const reps = Number(arg('reps', '2'));
   const msaScoring = arg('msa-scoring', 'tensor-cores') as MsaScoring;
   if (msaScoring !== 'scalar' && msaScoring !== 'tensor-cores')
     throw new Error(`--msa-scoring must be scalar or tensor-cores, not ${String(msaScoring)}`);
   const gpu = await createCudaBackend({ msaScoring });
+  const gemmTflops = process.argv.includes('--skip-ceilings') ? 0 : smoke(gpu).gemmTflops;
   const cfg = realConfig(numMoe);
+  const attention = list(arg('attention-tokens', '2048,8192,32768')).map((T) => {
+    const r = timeAttention(gpu, cfg, T);
+    console.log(
+      `attention kernel T=${T}: ${TILINGS.map((t) => `${tilingKey(t)} ${r[`tflops_${tilingKey(t)}`]!.toFixed(0)}`).join(', ')} TFLOP/s`,
+    );
+    return r;
+  });
   const weights = await buildGpuWeights(gpu, cfg, true);
   const model = new MiniMaxM3Model(cfg, weights, gpu, new SingleRankCommunicator());
   const maxL = Math.max(...contexts);
@@ -78,39 +151,75 @@ async function main(): Promise<void> {
     kv,
     prefillBatches(Math.min(maxL, chunk > 0 ? chunk : 4096), chunk, cfg.vocabSize),
   );
-  const rows: { context: number; ttftMs: number; decodeMs: number }[] = [];
+  const profileT = Number(arg('profile', '0'));
+  let profile: Record<string, number> = {};
+  if (profileT > 0) {
+    const b = prefillBatches(profileT, chunk, cfg.vocabSize);
+    const prof = await profileOps(gpu, () => ttft(model, kv, b));
+    profile = Object.fromEntries(prof.map(([k, v]) => [k, Number(v.toFixed(3))]));
+    console.log(
+      `per-op device ms, prefill ${profileT}: ${prof
+        .slice(0, 10)
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join('; ')}`,
+    );
+  }
+  const rows: Record<string, number>[] = [];
   for (const L of contexts) {
     const batches = prefillBatches(L, chunk, cfg.vocabSize);
     const ms: number[] = [];
-    for (let r = 0; r < reps; r++) ms.push(await ttft(model, kv, batches));
+    for (let r = 0; r < (L > 32768 ? 1 : reps); r++) ms.push(await ttft(model, kv, batches));
     const pagesPerSeq = Math.ceil((L + 1) / PAGE);
     const decode = decodeBatch(1, L, pagesPerSeq, cfg.vocabSize, PAGE);
     await model.forward(decode, kv); // eager first: workspaces sized before capture
     const decodeMs = await timeGraphStep(gpu, model, kv, decode, pagesPerSeq);
-    const row = { context: L, ttftMs: median(ms), decodeMs };
+    const ttftMs = median(ms);
+    const tflops = prefillFlops(cfg, L) / (ttftMs * 1e-3) / 1e12;
+    const row = { context: L, ttftMs, tflops, fractionOfGemm: tflops / gemmTflops, decodeMs };
     console.log(
-      `context ${L}: TTFT ${row.ttftMs.toFixed(0)} ms, decode ${decodeMs.toFixed(3)} ms/token`,
+      `context ${L}: TTFT ${ttftMs.toFixed(0)} ms (${tflops.toFixed(0)} TFLOP/s), decode ${decodeMs.toFixed(3)} ms/token`,
     );
     rows.push(row);
   }
-  const md = [
-    `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${numMoe} MoE/MSA), random weights; MSA scoring ${msaScoring}; prefill ${chunk > 0 ? `in ${chunk}-token chunks` : 'in one forward'}.`,
-    '',
-    '| context | TTFT ms | TTFT / TTFT(first) | decode ms/token (graph) | decode / decode(first) |',
-    '|---|---|---|---|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.context} | ${r.ttftMs.toFixed(0)} | ${(r.ttftMs / rows[0]!.ttftMs).toFixed(2)} | ${r.decodeMs.toFixed(3)} | ${(r.decodeMs / rows[0]!.decodeMs).toFixed(2)} |`,
-    ),
-    '',
-  ].join('\n');
+  const md = markdown(cfg.numLayers, numMoe, msaScoring, chunk, gemmTflops, rows, attention);
   mkdirSync(out, { recursive: true });
   writeFileSync(
     join(out, 'long-context-bench.json'),
-    JSON.stringify({ msaScoring, chunk, rows }, null, 2),
+    JSON.stringify({ msaScoring, chunk, gemmTflops, rows, attention, profileT, profile }, null, 2),
   );
   writeFileSync(join(out, 'long-context-bench.md'), md);
   console.log(`\n${md}`);
+}
+
+function markdown(
+  layers: number,
+  numMoe: number,
+  msaScoring: string,
+  chunk: number,
+  gemmTflops: number,
+  rows: Record<string, number>[],
+  attention: Record<string, number>[],
+): string {
+  const first = rows[0]!;
+  const f = (x: number | undefined, d = 0) => (x === undefined ? '-' : x.toFixed(d));
+  return [
+    `Model: MiniMax-M3 real dimensions, ${layers} layers (3 dense + ${numMoe} MoE/MSA), random weights; MSA scoring ${msaScoring}; prefill ${chunk > 0 ? `in ${chunk}-token chunks` : 'in one forward'}; cuBLAS GEMM ${f(gemmTflops)} TFLOP/s.`,
+    '',
+    '| context | TTFT ms | TTFT / TTFT(first) | prefill TFLOP/s | % of GEMM | decode ms/token (graph) | decode / decode(first) |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r['context']} | ${f(r['ttftMs'])} | ${f(r['ttftMs']! / first['ttftMs']!, 2)} | ${f(r['tflops'])} | ${f(100 * r['fractionOfGemm']!)} | ${f(r['decodeMs'], 3)} | ${f(r['decodeMs']! / first['decodeMs']!, 2)} |`,
+    ),
+    '',
+    `| attention tokens | ${TILINGS.map((t) => `${t.heads} head(s)/block, ${16 * t.mTiles} rows/warp: ms (TFLOP/s)`).join(' | ')} |`,
+    `|---|${TILINGS.map(() => '---|').join('')}`,
+    ...attention.map(
+      (r) =>
+        `| ${r['tokens']} | ${TILINGS.map((t) => `${f(r[`ms_${tilingKey(t)}`], 2)} (${f(r[`tflops_${tilingKey(t)}`])})`).join(' | ')} |`,
+    ),
+    '',
+  ].join('\n');
 }
 
 main().catch((e: Error) => {

@@ -1,8 +1,8 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), comm,
- *                comm-procs, gemm-rs, group, fp8-real] [--fp8-real-positions 2]
+ *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), attention,
+ *                comm, comm-procs, gemm-rs, group, fp8-real] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  *        [--group-failures 0,1,2]
@@ -20,7 +20,10 @@
  * 9. the decode GEMMs on bf16 and FP8 weights, split-K, against the CPU (skinny-check.ts),
  * 10. FP8 weights: every FP8 op and FP8 models against the CPU (fp8-check.ts); opt-in, the
  * real-dimension model under --quantization fp8 vs the CPU (fp8-real-check.ts),
- * 11. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts).
+ * 11. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts),
+ * 12. MSA at long context: selection and sparse attention ops (msa-prefill-check.ts) and an
+ * 8,320-token prompt through a reduced-width MSA model (msa-model-check.ts);
+ * `attention` runs only the attention kernels' checks of `ops`.
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -40,6 +43,7 @@ import { checkFp8 } from './fp8-check.js';
 import { checkFp8Real } from './fp8-real-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
 import { checkMoePaths } from './moe-check.js';
+import { checkMsaModel } from './msa-model-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
@@ -76,9 +80,16 @@ async function main(): Promise<void> {
     printTable('ops: CUDA vs CPU', rows);
     all.push(...rows);
   }
+  if (only.has('attention')) {
+    // The attention kernels' checks alone (also part of ops), for a quick look after a change.
+    const rows = [...checkPrefillAttention(cpu, gpu), ...checkDecodeAttention(cpu, gpu)];
+    printTable('attention kernels: CUDA vs CPU', rows);
+    all.push(...rows);
+  }
   if (only.has('msa')) {
-    const rows = checkMsaPrefill(cpu, gpu);
-    printTable('MSA selection (tensor cores) and sparse attention at long context', rows);
+    const gpu32 = await createCudaBackend({ float32: true });
+    const rows = [...checkMsaPrefill(cpu, gpu), ...(await checkMsaModel(cpu, gpu, gpu32))];
+    printTable('MSA selection, sparse attention and an MSA model at long context', rows);
     all.push(...rows);
   }
   if (only.has('golden')) {

@@ -3,10 +3,16 @@
  * MiniMax-M3 shapes (64 query heads, 4 KV heads, Dh 128, page size 128), over shuffled pages:
  * against the CPU backend on a chunked-prefill batch of four sequences (cached context, 64-row
  * tiles spanning sequences, a one-token sequence), and against the scalar CUDA kernel (itself
- * checked against the CPU in op-check.ts) on 2,048-token prefills too large for the CPU here.
+ * checked against the CPU in op-check.ts) on 2,048-token prefills too large for the CPU here;
+ * the kernel's other block shapes (PrefillTiling) on the same batches.
  */
 import type { AttentionOptions, Backend } from '../../src/backend/backend.js';
-import { attention, PREFILL_TOKENS_PER_SEQ } from '../../src/backend/cuda/attention-ops.js';
+import {
+  attention,
+  attentionPrefill,
+  PREFILL_TOKENS_PER_SEQ,
+  type PrefillTiling,
+} from '../../src/backend/cuda/attention-ops.js';
 import type { CudaBatchMeta } from '../../src/backend/cuda/batch-meta.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { ForwardBatch } from '../../src/backend/forward-batch.js';
@@ -75,6 +81,29 @@ function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
   return out;
 }
 
+/** The block shapes other than the default (2 heads per block, 32 rows per warp). */
+const OTHER_TILINGS: readonly PrefillTiling[] = [
+  { heads: 1, mTiles: 1 },
+  { heads: 1, mTiles: 2 },
+  { heads: 2, mTiles: 1 },
+];
+
+/** The prefill kernel's output with each of OTHER_TILINGS. */
+function runTilings(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inputs>) {
+  const T = batch.tokenIds.length;
+  const meta = gpu.prepareBatch(batch) as CudaBatchMeta;
+  const q = gpu.upload(x.q, [T, H * DH], 'bf16');
+  const k = gpu.upload(x.k, [P, S, HKV * DH], 'bf16');
+  const v = gpu.upload(x.v, [P, S, HKV * DH], 'bf16');
+  const o = gpu.alloc([T, H * DH], 'bf16');
+  const out = OTHER_TILINGS.map((t) => {
+    attentionPrefill(gpu.ctx, o, q, k, v, meta, OPTS, t);
+    return { name: `${t.heads} head(s)/block, ${16 * t.mTiles} rows/warp`, out: gpu.readF32(o) };
+  });
+  for (const t of [q, k, v, o]) gpu.free(t);
+  return out;
+}
+
 const worst = (a: Float32Array, b: Float32Array): number => worstRow(a, b, DH);
 const row = (check: string, err: number, limit = LIMIT): Row => errRow(check, err, limit);
 
@@ -101,6 +130,10 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
     limit: '>0',
     pass: differ > 0,
   });
+  for (const t of runTilings(gpu, chunked, x)) {
+    rows.push(row(`prefill attention TC ${t.name} vs CPU (same batch)`, relErr(t.out, ref)));
+    rows.push(row('  worst (token, head) row', worst(t.out, ref), WORST_LIMIT));
+  }
   for (const [name, spec] of [
     ['T=2048 one sequence', [{ numCached: 0, numNew: 2048 }]],
     [
@@ -118,5 +151,16 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
     rows.push(row(`prefill attention TC vs scalar CUDA, ${name}`, relErr(r.mma, r.scalar)));
     rows.push(row('  worst (token, head) row', worst(r.mma, r.scalar), WORST_LIMIT));
   }
+  // The other block shapes on the chunked batch with long cached contexts.
+  const long = batchOf([
+    { numCached: 2048, numNew: 1024 },
+    { numCached: 500, numNew: 600 },
+    { numCached: 0, numNew: 300 },
+    { numCached: 37, numNew: 1 },
+  ]);
+  const y = inputs(long.tokenIds.length, 50);
+  const base = runBoth(gpu, long, y).scalar;
+  for (const t of runTilings(gpu, long, y))
+    rows.push(row(`prefill attention TC ${t.name} vs scalar CUDA, T=1925`, relErr(t.out, base)));
   return rows;
 }

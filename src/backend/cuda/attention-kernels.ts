@@ -87,8 +87,9 @@ export const ATTENTION_PREFILL = kernel({
     scale: 'f32',
     vScale: 'f32',
   },
-  launch: 'grid (ceil(T/64), H), block 128, dyn smem (64*(Dh+8) + Dh*72)*2',
-  defines: ['FA_DH', 'KV_FP8'],
+  launch:
+    'grid (ceil(T/(64*FA_MW)), H/FA_HB), block 128*FA_HB, dyn smem (256 + (FA_MW-1)*FA_HB*128)*(Dh+8)*2',
+  defines: ['FA_DH', 'FA_HB', 'FA_MW', 'KV_FP8'],
 });
 
 // ------------------------------------------------------------------ kernels/msa.cu

@@ -4,14 +4,21 @@
 //   q [T, H*Dh], caches [P*S, Hkv*Dh], out [T, H*Dh]; token t of sequence seqOfToken[t] at
 //   position positions[t] attends keys 0..positions[t] of its sequence (page table row), so a
 //   chunk of a chunked prefill sees every cached key of its sequence.
-// Launch: grid (ceil(T/64), H), block 128 (4 warps), dynamic smem (64*(Dh+8) + Dh*72)*2 bytes.
-// A block takes 64 consecutive tokens of the batch for one query head; warp w owns rows
-// 16w..16w+15. A tile may span sequences: it runs once per run of rows of one sequence
-// (other rows masked), over that run's keys in tiles of 64 (K row-major, V transposed in
-// shared memory so both B fragments are single 32-bit loads). Dh = FA_DH (a multiple of 16,
-// at most 128, from -DFA_DH). KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype
-// fp8), widened exactly to bf16 as they are loaded; the key scale is in `scale` (the launcher
-// passes scale * k_scale), the value scale multiplies the output (vScale, 1 for bf16 caches).
+// Launch: grid (ceil(T/(64*FA_MW)), H/FA_HB), block 128*FA_HB, dynamic smem
+//   (2*2*64 + (FA_MW-1)*FA_HB*128) * (Dh+8) * 2 bytes.
+// A block takes BM = 64*FA_MW consecutive tokens of the batch for FA_HB query heads of one KV
+// group (H/Hkv a multiple of FA_HB), so each K/V tile in shared memory serves FA_HB heads; warp
+// w owns rows 16*FA_MW*(w%4).. (FA_MW m16 tiles) of head blockIdx.y*FA_HB + w/4. Q fragments
+// stay in registers (FA_MW 1) or are read from a shared Q tile by ldmatrix (FA_MW 2: each K/V
+// fragment then feeds two MMAs). Blocks run the longest tiles (last tokens) first.
+// A tile may span sequences: it runs once per run of rows of one sequence (other rows masked),
+// over that run's keys in tiles of 64, double-buffered with cp.async; K and V stay row-major in
+// shared memory, their B fragments come from ldmatrix (V transposed). Tiles wholly below the
+// causal diagonal skip the mask. Dh = FA_DH (a multiple of 16, at most 128); FA_HB, FA_MW 1 or 2.
+// KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype fp8), widened exactly to
+// bf16 as they are loaded (synchronous loads: cp.async cannot convert); the key scale is in
+// `scale` (the launcher passes scale * k_scale), the value scale multiplies the output (vScale,
+// 1 for bf16 caches).
 // Tested by test/gpu/prefill-attention-check.ts against the CPU backend and the scalar kernel.
 #include "common.cuh"
 #include "mma.cuh"
@@ -19,6 +26,12 @@
 
 #ifndef FA_DH
 #define FA_DH 128
+#endif
+#ifndef FA_HB
+#define FA_HB 2
+#endif
+#ifndef FA_MW
+#define FA_MW 1
 #endif
 #ifndef KV_FP8
 #define KV_FP8 0
@@ -30,35 +43,112 @@ typedef bf16_t kv_t;
 #endif
 
 namespace {
-constexpr int BM = 64;       // query rows per block
-constexpr int BN = 64;       // keys per tile
-constexpr int KP = FA_DH + 8; // K row pitch (bf16): 4-word skew, conflict-free fragment loads
-constexpr int VP = BN + 8;    // V^T row pitch (bf16)
+constexpr int MW = FA_MW;        // m16 tiles per warp
+constexpr int BM = 64 * MW;      // query rows per block
+constexpr int BN = 64;           // keys per tile
+constexpr int KP = FA_DH + 8;    // Q/K/V row pitch (bf16): 16-byte skew, conflict-free ldmatrix
+constexpr int TILE = BN * KP;    // one K or V tile (bf16 elements)
+constexpr int THREADS = 128 * FA_HB;
+constexpr int DH = FA_DH, NT = DH / 8, KT = DH / 16;
 constexpr float LOG2E = 1.4426950408889634f;
+
+/** Copies keys kt..kt+63 of one page-table row into K and V tiles (zero past hi). */
+__device__ __forceinline__ void load_tile(bf16_t* ks, bf16_t* vs, const kv_t* kc,
+                                          const kv_t* vc, const int* pt, int kt, int hi, int S,
+                                          int W, int col) {
+  constexpr int VPR = DH / 8;
+#pragma unroll
+  for (int i = threadIdx.x; i < BN * VPR; i += THREADS) {
+    const int j = i / VPR, v = i - j * VPR, key = kt + j;
+    const bool ok = key < hi;
+    const long long off = ok ? ((long long)pt[key / S] * S + key % S) * W + col + v * 8 : 0;
+#if KV_FP8
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4*>(ks + j * KP + v * 8) = ok ? ld8_bf16(kc + off) : zero;
+    *reinterpret_cast<uint4*>(vs + j * KP + v * 8) = ok ? ld8_bf16(vc + off) : zero;
+#else
+    cp_async16(ks + j * KP + v * 8, kc + off, ok);
+    cp_async16(vs + j * KP + v * 8, vc + off, ok);
+#endif
+  }
+}
+
+/**
+ * Masks one m16 tile's scores s (16 rows x 64 keys from kt; rows at positions p0 / p1, -1 for
+ * rows outside the run) unless `whole`, and folds them into the online softmax (m, l, o):
+ * s becomes the probabilities, o is rescaled.
+ */
+__device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&o)[NT][4], float* m,
+                                             float* l, int kt, int p0, int p1, bool whole,
+                                             float sl2, int qc) {
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < BN / 8; n++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int key = kt + n * 8 + qc + (e & 1);
+      const float v = (whole || key <= (e < 2 ? p0 : p1)) ? s[n][e] * sl2 : -INFINITY;
+      s[n][e] = v;
+      mx[e >> 1] = fmaxf(mx[e >> 1], v);
+    }
+  }
+  float corr[2], msafe[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    const float mn = fmaxf(m[r], mx[r]);
+    msafe[r] = mn == -INFINITY ? 0.f : mn;
+    corr[r] = m[r] == -INFINITY ? 0.f : exp2f(m[r] - msafe[r]);
+    m[r] = mn;
+  }
+  float rs[2] = {0.f, 0.f};
+#pragma unroll
+  for (int n = 0; n < BN / 8; n++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const float p = exp2f(s[n][e] - msafe[e >> 1]);  // -inf -> 0
+      s[n][e] = p;
+      rs[e >> 1] += p;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
+    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+    l[r] = l[r] * corr[r] + rs[r];
+  }
+#pragma unroll
+  for (int n = 0; n < NT; n++) {
+    o[n][0] *= corr[0]; o[n][1] *= corr[0];
+    o[n][2] *= corr[1]; o[n][3] *= corr[1];
+  }
+}
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(128) attention_prefill(
+extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
     bf16_t* out, const bf16_t* q, const kv_t* kc, const kv_t* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int S,
     float scale, float vScale) {
   extern __shared__ __align__(16) unsigned char smraw[];
-  bf16_t* ks = reinterpret_cast<bf16_t*>(smraw);  // [BN][KP]
-  bf16_t* vt = ks + BN * KP;                       // [FA_DH][VP]
+  bf16_t* sk = reinterpret_cast<bf16_t*>(smraw);  // 2 stages x ([BN][KP] K, [BN][KP] V)
   __shared__ int rowPos[BM], rowSeq[BM];
-  constexpr int DH = FA_DH, NT = DH / 8, KT = DH / 16;
-  const int t0 = blockIdx.x * BM, h = blockIdx.y, g = h / (H / Hkv);
-  const int W = Hkv * DH;
+  const int t0 = (gridDim.x - 1 - blockIdx.x) * BM;  // last (longest) tiles first
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int h = blockIdx.y * FA_HB + warp / 4, g = h / (H / Hkv);
+  const int W = Hkv * DH;
   const int qr = lane >> 2, qc = (lane & 3) * 2;  // fragment row / column pair
+  const int wr = (warp & 3) * 16 * MW;             // this warp's first row in the block
   const int nrows = min(BM, T - t0);
-  if (tid < BM) {
-    rowPos[tid] = tid < nrows ? positions[t0 + tid] : -1;
-    rowSeq[tid] = tid < nrows ? seqOfToken[t0 + tid] : -1;
+  for (int i = tid; i < BM; i += THREADS) {
+    rowPos[i] = i < nrows ? positions[t0 + i] : -1;
+    rowSeq[i] = i < nrows ? seqOfToken[t0 + i] : -1;
   }
-  // Q fragments for this warp's 16 rows (rows past T are zero and never stored).
+#if FA_MW == 1
+  // Q fragments of this warp's 16 rows in registers (rows past T are zero and never stored).
   unsigned qa[KT][4];
   {
-    const int r0 = warp * 16 + qr, r1 = r0 + 8;
+    const int r0 = wr + qr, r1 = r0 + 8;
     const bf16_t* q0 = q + (long long)(t0 + r0) * H * DH + (long long)h * DH;
     const bf16_t* q1 = q + (long long)(t0 + r1) * H * DH + (long long)h * DH;
 #pragma unroll
@@ -70,11 +160,34 @@ extern "C" __global__ void __launch_bounds__(128) attention_prefill(
       qa[kk][3] = r1 < nrows ? ld32(q1 + c + 8) : 0u;
     }
   }
-  float o[NT][4];
+#else
+  // The Q tile of each head [BM][KP] after the K/V stages; A fragments by ldmatrix.
+  bf16_t* sq = sk + 4 * TILE + (warp / 4) * BM * KP;
+  {
+    const int lt = tid & 127;  // this head's 4 warps copy its rows
+    for (int i = lt; i < BM * (DH / 8); i += 128) {
+      const int r = i / (DH / 8), v = i - r * (DH / 8);
+      const bool ok = r < nrows;
+      cp_async16(sq + r * KP + v * 8,
+                 q + (ok ? (long long)(t0 + r) * H * DH + (long long)h * DH + v * 8 : 0), ok);
+    }
+    cp_commit();
+  }
+  const int qOff = (wr + (lane & 15)) * KP + (lane >> 4) * 8;
+#endif
+  float o[MW][NT][4];
 #pragma unroll
-  for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+    for (int n = 0; n < NT; n++) o[mi][n][0] = o[mi][n][1] = o[mi][n][2] = o[mi][n][3] = 0.f;
+  float m[MW][2], l[MW][2];
+#pragma unroll
+  for (int mi = 0; mi < MW; mi++) m[mi][0] = m[mi][1] = -INFINITY, l[mi][0] = l[mi][1] = 0.f;
   const float sl2 = scale * LOG2E;
+  // ldmatrix lane addresses: K (non-transposed) x4 = keys n*8+(lane&7), dims +8*(lane>>3);
+  // V (transposed) x4 = keys +(lane&15), dims +8*(lane>>4).
+  const int kOff = (lane & 7) * KP + (lane >> 3) * 8;
+  const int vOff = (lane & 15) * KP + (lane >> 4) * 8;
   __syncthreads();
 
   // Runs of rows of one sequence: [a, b).
@@ -82,115 +195,129 @@ extern "C" __global__ void __launch_bounds__(128) attention_prefill(
     const int seq = rowSeq[a];
     int b = a + 1, hi = rowPos[a] + 1;
     while (b < nrows && rowSeq[b] == seq) hi = max(hi, rowPos[b] + 1), b++;
-    // This thread's two rows take part in the run iff a <= row < b; a warp skips key tiles
-    // past its rows' last position.
-    const int r0 = warp * 16 + qr, r1 = r0 + 8;
-    const int p0 = (r0 >= a && r0 < b) ? rowPos[r0] : -1;
-    const int p1 = (r1 >= a && r1 < b) ? rowPos[r1] : -1;
-    int wmax = max(p0, p1);
+    // This thread's rows take part in the run iff a <= row < b; an m tile skips key tiles past
+    // its rows' last position, and the mask for tiles all of its rows see whole.
+    int p0[MW], p1[MW], tmax[MW], tmin[MW], wmax = -1;
 #pragma unroll
-    for (int o2 = 16; o2 > 0; o2 >>= 1) wmax = max(wmax, __shfl_xor_sync(0xffffffffu, wmax, o2));
-    const int* pt = pageTable + (long long)seq * pageStride;
-    for (int kt = 0; kt < hi; kt += BN) {
-      __syncthreads();  // the previous tile's readers are done
-      // 16-byte loads: key j, 8 dims at v*8; K row-major, V transposed. Consecutive threads
-      // take consecutive keys so the transposed 2-byte stores hit distinct banks.
-      constexpr int VPR = DH / 8;
-      for (int i = tid; i < BN * VPR; i += blockDim.x) {
-        const int v = i / BN, j = i - v * BN, key = kt + j;
-        uint4 ku = make_uint4(0u, 0u, 0u, 0u), vu = ku;
-        if (key < hi) {
-          const long long off = ((long long)pt[key / S] * S + key % S) * W + g * DH + v * 8;
-          ku = ld8_bf16(kc + off);
-          vu = ld8_bf16(vc + off);
-        }
-        *reinterpret_cast<uint4*>(ks + j * KP + v * 8) = ku;
-        const unsigned w4[4] = {vu.x, vu.y, vu.z, vu.w};
+    for (int mi = 0; mi < MW; mi++) {
+      const int r0 = wr + mi * 16 + qr, r1 = r0 + 8;
+      p0[mi] = (r0 >= a && r0 < b) ? rowPos[r0] : -1;
+      p1[mi] = (r1 >= a && r1 < b) ? rowPos[r1] : -1;
+      tmax[mi] = max(p0[mi], p1[mi]);
+      tmin[mi] = min(p0[mi], p1[mi]);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          vt[(v * 8 + 2 * e) * VP + j] = (bf16_t)(w4[e] & 0xffffu);
-          vt[(v * 8 + 2 * e + 1) * VP + j] = (bf16_t)(w4[e] >> 16);
-        }
+      for (int o2 = 16; o2 > 0; o2 >>= 1) {
+        tmax[mi] = max(tmax[mi], __shfl_xor_sync(0xffffffffu, tmax[mi], o2));
+        tmin[mi] = min(tmin[mi], __shfl_xor_sync(0xffffffffu, tmin[mi], o2));
       }
-      __syncthreads();
-      if (kt > wmax) continue;  // no row of this warp sees these keys (uniform per warp)
-      // S = Q K^T: 16 rows x 64 keys per warp.
-      float s[BN / 8][4];
-#pragma unroll
-      for (int n = 0; n < BN / 8; n++) {
-        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        const bf16_t* kr = ks + (n * 8 + qr) * KP + qc;
-#pragma unroll
-        for (int kk = 0; kk < KT; kk++) mma16816(s[n], qa[kk], ld32(kr + kk * 16), ld32(kr + kk * 16 + 8));
-      }
-      // Mask (causal, run, key range), then the online softmax in base 2.
-      float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < BN / 8; n++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int key = kt + n * 8 + qc + (e & 1);
-          const int p = e < 2 ? p0 : p1;
-          const float v = key <= p ? s[n][e] * sl2 : -INFINITY;
-          s[n][e] = v;
-          mx[e >> 1] = fmaxf(mx[e >> 1], v);
-        }
-      }
-      float corr[2], msafe[2];
-#pragma unroll
-      for (int r = 0; r < 2; r++) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float mn = fmaxf(m[r], mx[r]);
-        msafe[r] = mn == -INFINITY ? 0.f : mn;
-        corr[r] = m[r] == -INFINITY ? 0.f : exp2f(m[r] - msafe[r]);
-        m[r] = mn;
-      }
-      float rs[2] = {0.f, 0.f};
-#pragma unroll
-      for (int n = 0; n < BN / 8; n++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const float p = exp2f(s[n][e] - msafe[e >> 1]);  // -inf -> 0
-          s[n][e] = p;
-          rs[e >> 1] += p;
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < 2; r++) {
-        rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
-        rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
-        l[r] = l[r] * corr[r] + rs[r];
-      }
-#pragma unroll
-      for (int n = 0; n < NT; n++) {
-        o[n][0] *= corr[0]; o[n][1] *= corr[0];
-        o[n][2] *= corr[1]; o[n][3] *= corr[1];
-      }
-      // O += P V: P's accumulator layout is the A fragment layout (keys 16kk..16kk+15).
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; kk++) {
-        const unsigned pa[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
-                                pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-          const bf16_t* vr = vt + (n * 8 + qr) * VP + kk * 16 + qc;
-          mma16816(o[n], pa, ld32(vr), ld32(vr + 8));
-        }
-      }
+      wmax = max(wmax, tmax[mi]);
     }
+    const int* pt = pageTable + (long long)seq * pageStride;
+    const int col = g * DH;
+    __syncthreads();  // the previous run's readers of stage 0 are done
+    load_tile(sk, sk + TILE, kc, vc, pt, 0, hi, S, W, col);
+    cp_commit();
+    for (int kt = 0, st = 0; kt < hi; kt += BN, st ^= 1) {
+      // Prefetch the next tile into the other stage (its readers passed the barrier below).
+      if (kt + BN < hi)
+        load_tile(sk + (st ^ 1) * 2 * TILE, sk + (st ^ 1) * 2 * TILE + TILE, kc, vc, pt, kt + BN,
+                  hi, S, W, col);
+      cp_commit();
+      cp_wait<1>();
+      __syncthreads();
+      const bf16_t* ks = sk + st * 2 * TILE;
+      const bf16_t* vs = ks + TILE;
+      if (kt <= wmax) {  // else no row of this warp sees these keys (uniform per warp)
+        // S = Q K^T: 16*MW rows x 64 keys per warp.
+        float s[MW][BN / 8][4];
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+          for (int n = 0; n < BN / 8; n++) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
+#if FA_MW == 1
+#pragma unroll
+        for (int n = 0; n < BN / 8; n++) {
+          const bf16_t* kr = ks + n * 8 * KP + kOff;
+#pragma unroll
+          for (int kk = 0; kk + 1 < KT; kk += 2) {
+            unsigned kb[4];
+            ldsm_x4(kb[0], kb[1], kb[2], kb[3], kr + kk * 16);
+            mma16816(s[0][n], qa[kk], kb[0], kb[1]);
+            mma16816(s[0][n], qa[kk + 1], kb[2], kb[3]);
+          }
+          if (KT & 1) {  // Dh an odd multiple of 16: the last 16 dims by x2
+            unsigned kb[2];
+            ldsm_x2(kb[0], kb[1], kr + (KT - 1) * 16);
+            mma16816(s[0][n], qa[KT - 1], kb[0], kb[1]);
+          }
+        }
+#else
+#pragma unroll
+        for (int kk = 0; kk < KT; kk++) {
+          unsigned qf[MW][4];
+#pragma unroll
+          for (int mi = 0; mi < MW; mi++)
+            ldsm_x4(qf[mi][0], qf[mi][1], qf[mi][2], qf[mi][3], sq + qOff + mi * 16 * KP + kk * 16);
+#pragma unroll
+          for (int n = 0; n < BN / 8; n++) {
+            unsigned kb[2];
+            ldsm_x2(kb[0], kb[1], ks + n * 8 * KP + kOff + kk * 16);
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++) mma16816(s[mi][n], qf[mi], kb[0], kb[1]);
+          }
+        }
+#endif
+        // Mask where needed, then the online softmax in base 2, per m tile.
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+          if (kt <= tmax[mi])
+            softmax_tile(s[mi], o[mi], m[mi], l[mi], kt, p0[mi], p1[mi], kt + BN - 1 <= tmin[mi],
+                         sl2, qc);
+        // O += P V: P's accumulator layout is the A fragment layout (keys 16kk..16kk+15).
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) {
+          unsigned pa[MW][4];
+#pragma unroll
+          for (int mi = 0; mi < MW; mi++) {
+            pa[mi][0] = pack2(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+            pa[mi][1] = pack2(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+            pa[mi][2] = pack2(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+            pa[mi][3] = pack2(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+          }
+          const bf16_t* vr = vs + kk * 16 * KP + vOff;
+#pragma unroll
+          for (int n = 0; n < NT; n += 2) {
+            unsigned vb[4];
+            ldsm_x4_trans(vb, vr + n * 8);
+#pragma unroll
+            for (int mi = 0; mi < MW; mi++) {
+              if (kt > tmax[mi]) continue;  // this m tile sees none of these keys
+              mma16816(o[mi][n], pa[mi], vb[0], vb[1]);
+              mma16816(o[mi][n + 1], pa[mi], vb[2], vb[3]);
+            }
+          }
+        }
+      }
+      __syncthreads();  // the stage just read is refilled by the next iteration's prefetch
+    }
+    cp_wait<0>();
     a = b;
   }
   // Rows with no visible key (none in practice: a token sees itself) give 0, like the scalar
   // kernel.
-  const int r0 = warp * 16 + qr, r1 = r0 + 8;
-  const float inv0 = l[0] > 0.f ? vScale / l[0] : 0.f, inv1 = l[1] > 0.f ? vScale / l[1] : 0.f;
-  bf16_t* o0 = out + (long long)(t0 + r0) * H * DH + (long long)h * DH + qc;
-  bf16_t* o1 = out + (long long)(t0 + r1) * H * DH + (long long)h * DH + qc;
 #pragma unroll
-  for (int n = 0; n < NT; n++) {
-    if (r0 < nrows) *reinterpret_cast<unsigned*>(o0 + n * 8) = pack2(o[n][0] * inv0, o[n][1] * inv0);
-    if (r1 < nrows) *reinterpret_cast<unsigned*>(o1 + n * 8) = pack2(o[n][2] * inv1, o[n][3] * inv1);
+  for (int mi = 0; mi < MW; mi++) {
+    const int r0 = wr + mi * 16 + qr, r1 = r0 + 8;
+    const float inv0 = l[mi][0] > 0.f ? vScale / l[mi][0] : 0.f;
+    const float inv1 = l[mi][1] > 0.f ? vScale / l[mi][1] : 0.f;
+    bf16_t* o0 = out + (long long)(t0 + r0) * H * DH + (long long)h * DH + qc;
+    bf16_t* o1 = out + (long long)(t0 + r1) * H * DH + (long long)h * DH + qc;
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+      if (r0 < nrows)
+        *reinterpret_cast<unsigned*>(o0 + n * 8) = pack2(o[mi][n][0] * inv0, o[mi][n][1] * inv0);
+      if (r1 < nrows)
+        *reinterpret_cast<unsigned*>(o1 + n * 8) = pack2(o[mi][n][2] * inv1, o[mi][n][3] * inv1);
+    }
   }
 }

@@ -32,6 +32,12 @@ __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/** Two 8x8 bf16 matrices (row addresses from lanes 0-15). */
+__device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r0), "=r"(r1) : "r"(a));
+}
 /** Four transposed 8x8 bf16 matrices: B fragments from a row-major [k][n] tile. */
 __device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const void* p) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(p);
