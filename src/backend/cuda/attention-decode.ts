@@ -11,8 +11,13 @@ import type { OpContext } from './op-context.js';
 export const KEYS_PER_TILE = 64;
 /** Sparse tiles one block may hold (MAX_TILES in the kernel). */
 export const MAX_TILES = 128;
-/** Key splits per (token, KV group); long contexts at small batches use them all. */
-export const MAX_SPLITS = 32;
+/**
+ * Key splits per (token, KV group); long contexts at small batches use them all. 96 (was 32):
+ * at batch 1 that makes 384 blocks, about 3 per SM resident, so a 100k-token context streams
+ * with three K/V tiles in flight per SM instead of one (the split count cannot depend on the
+ * context: decode graphs fix the grid at capture).
+ */
+export const MAX_SPLITS = 96;
 /** Blocks the kernel keeps resident per SM (dynamic smem 69.6 KB at Dh 128). */
 const BLOCKS_PER_SM = 3;
 
