@@ -25,6 +25,8 @@ export interface MoeserveEnv {
   readonly faultInject: string | undefined;
   /** MOESERVE_HANG_WATCHDOG_S: seconds a blocked rank waits on a lost peer (default 10). */
   readonly hangWatchdogSeconds: number | undefined;
+  /** MOESERVE_GEMM_RS_MIN_ROWS: rows from which the IPC GEMM + reduce-scatter runs (default 1024). */
+  readonly gemmRsMinRows: number | undefined;
   /** MOESERVE_CPU_MHZ: the clock bench:cpu uses for peaks instead of measuring it. */
   readonly cpuMhz: number | undefined;
   /** CUDA_HOME, CUDA_PATH: toolkit roots, in that order. */
@@ -67,6 +69,7 @@ export function readEnv(
     debug: Boolean(env['MOESERVE_DEBUG']),
     faultInject: str('MOESERVE_FAULT_INJECT'),
     hangWatchdogSeconds: positive('MOESERVE_HANG_WATCHDOG_S'),
+    gemmRsMinRows: positive('MOESERVE_GEMM_RS_MIN_ROWS'),
     cpuMhz: positive('MOESERVE_CPU_MHZ'),
     cudaRoots: [str('CUDA_HOME'), str('CUDA_PATH')].filter((d): d is string => d !== undefined),
     cudaVisibleDevices: str('CUDA_VISIBLE_DEVICES'),

@@ -5,6 +5,7 @@ import { StreamLoadProgress } from '../../model/weights/load-progress.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import type { Communicator } from '../../parallel/communicator.js';
 import { CpuCommunicator } from '../../parallel/cpu/cpu-communicator.js';
+import { readEnv } from '../../config/env.js';
 import { ProgressCommunicator } from '../../parallel/progress-communicator.js';
 import { TimedCommunicator } from '../../parallel/timed-communicator.js';
 import type { ProcessGroup } from '../../parallel/transport/process-group.js';
@@ -101,12 +102,14 @@ async function createIpcCommunicator(
 ): Promise<ClosableCommunicator> {
   const ids = spec.gpuIds;
   if (!ids) throw new Error('--comm ipc needs the device map of --backend cuda');
+  const { gemmRsMinRows } = readEnv();
   // Loaded only when selected, like NCCL.
   const { createCudaIpcCommunicator } =
     await import('../../parallel/cuda-ipc/cuda-ipc-communicator.js');
   return createCudaIpcCommunicator(group.rank, group.worldSize, group.peers, backend, {
     maxBytes: IPC_MAX_BYTES,
     ranksPerDevice: ranksPerDevice(ids, group.rank % ids.length),
+    ...(gemmRsMinRows !== undefined && { gemmRsMinRows }),
   });
 }
 

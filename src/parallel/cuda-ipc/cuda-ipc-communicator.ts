@@ -1,6 +1,6 @@
 import type { Backend } from '../../backend/backend.js';
 import { CudaBackend } from '../../backend/cuda/cuda-backend.js';
-import { cuda, type CudaTensor } from '../../backend/cuda/cuda-tensor.js';
+import { cuda, CudaTensor } from '../../backend/cuda/cuda-tensor.js';
 import type { CudaDevice } from '../../backend/cuda/device.js';
 import type { KernelCache } from '../../backend/cuda/kernel-cache.js';
 import { DTYPE_BYTES } from '../../tensor/dtype.js';
@@ -88,8 +88,9 @@ export class CudaIpcCommunicator implements Communicator {
   }
 
   allGather(out: Tensor, x: Tensor): void {
-    const xs = io(x, 'allGather.x');
-    const o = io(out, 'allGather.out', xs.dtype, this.worldSize * xs.numel);
+    // i32 rows (routed ids) move as 4-byte words: the gather copies bits, no arithmetic.
+    const xs = io(asWords(x), 'allGather.x');
+    const o = io(asWords(out), 'allGather.out', xs.dtype, this.worldSize * xs.numel);
     k.stageInput(this.l, xs, 'allGather');
     k.launchAllGather(this.l, o, xs.numel);
     this.count('allGather', xs, (this.worldSize - 1) * xs.bytes);
@@ -185,6 +186,13 @@ export class CudaIpcCommunicator implements Communicator {
   private count(op: CollectiveOp, x: CudaTensor, sent: number): void {
     this.stats.add({ op, elems: x.numel, bytesSent: sent, bytesReceived: sent });
   }
+}
+
+/** An i32 CUDA tensor seen as f32 words (same storage), any other tensor as it is. */
+function asWords(t: Tensor): Tensor {
+  if (t.dtype !== 'i32') return t;
+  const c = cuda(t, 'i32 tensor');
+  return new CudaTensor(c.shape, 'f32', c.ptr, null);
 }
 
 /** A bf16 or f32 CUDA tensor (of `dtype` and `numel` when given). */
