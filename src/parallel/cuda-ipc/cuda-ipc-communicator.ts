@@ -14,7 +14,6 @@ import {
   ONE_SHOT_MAX_BYTES,
   type AllReduceAlgorithm,
 } from './allreduce-algorithm.js';
-import { GEMM_RS_MIN_ROWS } from './gemm-rs-plan.js';
 import { GemmReduceScatter, rowView } from './gemm-reduce-scatter.js';
 import { IpcAllToAll } from './ipc-all-to-all.js';
 import { IpcBuffers } from './ipc-buffers.js';
@@ -28,7 +27,7 @@ export interface CudaIpcOptions {
   readonly ranksPerDevice: number;
   /** All-reduces up to this many bytes run one-shot (default ONE_SHOT_MAX_BYTES). */
   readonly oneShotMaxBytes?: number;
-  /** Projections of at least this many rows run as GEMM + reduce-scatter (GEMM_RS_MIN_ROWS). */
+  /** Projections of at least this many rows run as GEMM + reduce-scatter (default: never). */
   readonly gemmRsMinRows?: number;
   /** How long the handle exchange waits for a peer (ms, default 60 s). */
   readonly timeoutMs?: number;
@@ -57,7 +56,10 @@ export class CudaIpcCommunicator implements Communicator {
     o: Pick<CudaIpcOptions, 'oneShotMaxBytes' | 'gemmRsMinRows'> = {},
   ) {
     this.oneShotMaxBytes = o.oneShotMaxBytes ?? ONE_SHOT_MAX_BYTES;
-    this.gemmRsMinRows = o.gemmRsMinRows ?? GEMM_RS_MIN_ROWS;
+    // Off by default (every projection runs GEMM then reduce-scatter): the op is bit-exact in
+    // gpu-check --only gemm-rs, but the model's tp2+sp T=1101 layout failed on the GPU and the
+    // bisect did not run. MOESERVE_GEMM_RS_MIN_ROWS=GEMM_RS_MIN_ROWS (the measured 1024) turns it on.
+    this.gemmRsMinRows = o.gemmRsMinRows ?? Infinity;
   }
 
   get rank(): number {
