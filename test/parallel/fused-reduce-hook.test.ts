@@ -8,6 +8,7 @@ import { loadModel } from '../../src/model/load-model.js';
 import type { TraceLine } from '../../src/model/minimax-m3/allreduce-trace.js';
 import { runForward } from '../../src/model/run-forward.js';
 import type { Communicator } from '../../src/parallel/communicator.js';
+import { DelegatingCommunicator } from '../../src/parallel/delegating-communicator.js';
 import { connectLocalGroup } from '../../src/parallel/cpu/local-group.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { goldenCase } from '../golden-dir.js';
@@ -19,42 +20,26 @@ const IDS = [1, 7, 42, 99, 3, 250, 17, 64, 5];
  * A communicator with the optional fused FFN reduction, done here as allReduce of a copy of h
  * then the backend's add + norm (h left unreduced, as the CUDA kernel leaves it), counting calls.
  */
-class FusedCounting implements Communicator {
+class FusedCounting extends DelegatingCommunicator {
   fusedCalls = 0;
   constructor(
-    private readonly inner: Communicator,
+    inner: Communicator,
     private readonly b: Backend,
-  ) {}
-  get rank(): number {
-    return this.inner.rank;
+  ) {
+    super(inner);
   }
-  get worldSize(): number {
-    return this.inner.worldSize;
-  }
-  allReduce(x: Tensor) {
-    return this.inner.allReduce(x);
-  }
-  allGather(o: Tensor, x: Tensor) {
-    return this.inner.allGather(o, x);
-  }
-  reduceScatter(o: Tensor, x: Tensor) {
-    return this.inner.reduceScatter(o, x);
-  }
-  allToAll(o: Tensor, x: Tensor, s: readonly number[], r: readonly number[]) {
-    return this.inner.allToAll(o, x, s, r);
-  }
-  broadcast(x: Tensor, root: number) {
-    return this.inner.broadcast(x, root);
-  }
-  barrier() {
-    return this.inner.barrier();
-  }
-  async allReduceAddRmsNorm(a: Tensor, r: Tensor, h: Tensor, w: Tensor, eps: number) {
+  override readonly allReduceAddRmsNorm = async (
+    a: Tensor,
+    r: Tensor,
+    h: Tensor,
+    w: Tensor,
+    eps: number,
+  ): Promise<void> => {
     this.fusedCalls++;
     const s = this.b.upload(this.b.readF32(h), h.shape, h.dtype);
     await this.inner.allReduce(s);
     this.b.addRmsNorm(a, r, s, w, eps);
-  }
+  };
 }
 
 async function forward(fusion: 'off' | 'all', withHook: boolean, traceDir?: string) {

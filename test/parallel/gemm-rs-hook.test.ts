@@ -4,6 +4,7 @@ import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { loadModel } from '../../src/model/load-model.js';
 import { runForward } from '../../src/model/run-forward.js';
 import type { Communicator, Matmul } from '../../src/parallel/communicator.js';
+import { DelegatingCommunicator } from '../../src/parallel/delegating-communicator.js';
 import { connectLocalGroup } from '../../src/parallel/cpu/local-group.js';
 import { gemmRsChunks } from '../../src/parallel/cuda-ipc/gemm-rs-plan.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
@@ -17,43 +18,27 @@ const IDS = [1, 7, 42, 99, 3, 250, 17, 64, 5]; // 9 tokens: SP pads them to 10 r
  * the chunk GEMMs of gemm-rs-plan.ts in its order, then the reduce-scatter of the whole
  * partial output; it records the shapes it was called with.
  */
-class GemmRsCounting implements Communicator {
+class GemmRsCounting extends DelegatingCommunicator {
   readonly calls: string[] = [];
   constructor(
-    private readonly inner: Communicator,
+    inner: Communicator,
     private readonly b: Backend,
-  ) {}
-  get rank(): number {
-    return this.inner.rank;
+  ) {
+    super(inner);
   }
-  get worldSize(): number {
-    return this.inner.worldSize;
-  }
-  allReduce(x: Tensor) {
-    return this.inner.allReduce(x);
-  }
-  allGather(o: Tensor, x: Tensor) {
-    return this.inner.allGather(o, x);
-  }
-  reduceScatter(o: Tensor, x: Tensor) {
-    return this.inner.reduceScatter(o, x);
-  }
-  allToAll(o: Tensor, x: Tensor, s: readonly number[], r: readonly number[]) {
-    return this.inner.allToAll(o, x, s, r);
-  }
-  broadcast(x: Tensor, root: number) {
-    return this.inner.broadcast(x, root);
-  }
-  barrier() {
-    return this.inner.barrier();
-  }
-  async matmulReduceScatter(out: Tensor, all: Tensor, x: Tensor, w: Tensor, matmul: Matmul) {
+  override readonly matmulReduceScatter = async (
+    out: Tensor,
+    all: Tensor,
+    x: Tensor,
+    w: Tensor,
+    matmul: Matmul,
+  ): Promise<void> => {
     const n = out.shape[0]!;
     this.calls.push(`${x.shape.join('x')}·${w.shape.join('x')}ᵀ→${all.shape.join('x')}`);
     for (const c of gemmRsChunks(x.shape[0]!, n, this.worldSize, this.rank))
       if (c.rows > 0) matmul(this.b.rows(all, c.start, c.rows), this.b.rows(x, c.start, c.rows), w);
     await this.inner.reduceScatter(out, all);
-  }
+  };
 }
 
 async function forward(sp: boolean, withHook: boolean) {
