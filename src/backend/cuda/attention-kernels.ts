@@ -40,25 +40,30 @@ export const ATTENTION_COMBINE = kernel({
   defines: ATTN_DEFINES,
 });
 
+/** The leading parameters of the tensor-core decode and prefill kernels (same order in both .cu files). */
+const PAGED_ATTENTION_ARGS = {
+  out: 'ptr',
+  q: 'ptr',
+  kc: 'ptr',
+  vc: 'ptr',
+  positions: 'ptr',
+  seqOfToken: 'ptr',
+  pageTable: 'ptr',
+  pageStride: 'i32',
+  T: 'i32',
+  H: 'i32',
+  Hkv: 'i32',
+  S: 'i32',
+  scale: 'f32',
+  vScale: 'f32',
+} as const;
+
 // ------------------------------------------------------------------ kernels/attention-decode.cu
 export const ATTENTION_DECODE = kernel({
   file: 'attention-decode',
   names: ['attention_decode'],
   args: {
-    out: 'ptr',
-    q: 'ptr',
-    kc: 'ptr',
-    vc: 'ptr',
-    positions: 'ptr',
-    seqOfToken: 'ptr',
-    pageTable: 'ptr',
-    pageStride: 'i32',
-    T: 'i32',
-    H: 'i32',
-    Hkv: 'i32',
-    S: 'i32',
-    scale: 'f32',
-    vScale: 'f32',
+    ...PAGED_ATTENTION_ARGS,
     blocks: 'ptr',
     topk: 'i32',
     part: 'ptr',
@@ -71,22 +76,7 @@ export const ATTENTION_DECODE = kernel({
 export const ATTENTION_PREFILL = kernel({
   file: 'attention-prefill',
   names: ['attention_prefill'],
-  args: {
-    out: 'ptr',
-    q: 'ptr',
-    kc: 'ptr',
-    vc: 'ptr',
-    positions: 'ptr',
-    seqOfToken: 'ptr',
-    pageTable: 'ptr',
-    pageStride: 'i32',
-    T: 'i32',
-    H: 'i32',
-    Hkv: 'i32',
-    S: 'i32',
-    scale: 'f32',
-    vScale: 'f32',
-  },
+  args: PAGED_ATTENTION_ARGS,
   launch:
     'grid (ceil(T/(64*FA_MW)), H/FA_HB), block 128*FA_HB, dyn smem (256 + (FA_MW-1)*FA_HB*128)*(Dh+8)*2',
   defines: ['FA_DH', 'FA_HB', 'FA_MW', 'KV_FP8'],
