@@ -65,7 +65,7 @@ export function packedBf16Variant(text) {
     ],
     [
       /\(local\.set \$hi(\d?) \(v128\.load offset=\d+ \(local\.get \$wk\d?\)\)\) ;; W hi/g,
-      '(local.set $$hi$1 (v128.and (local.get $$hi$1) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))',
+      '(local.set $$hi$1 (v128.and (local.get $$hi$1) (local.get $$mask)))', // $mask set once before the loop
     ],
     [
       /\(local\.set \$KW \(local\.get \$K4\)\)/,

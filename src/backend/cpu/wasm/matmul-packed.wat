@@ -6,8 +6,8 @@
 ;; Register-blocked: 4 rows × 8 columns per tile (8 accumulators, 2 weight vectors, 1 broadcast
 ;; x value: 11 of the 16 vector registers V8 uses on x64; no FMA in WASM SIMD 128, so a
 ;; multiply and an add). Every output element is the same sequential float32 sum over k,
-;; x[k]·w[k] rounded then added in k order, whatever tile or thread computes it (1×8, 1×16 and
-;; 4×8 tiles all do that): results do not depend on M, on the row's neighbours or on the
+;; x[k]·w[k] rounded then added in k order, whatever tile or thread computes it (1×8, 1×16,
+;; 1×32 and 4×8 tiles all do that): results do not depend on M, on the row's neighbours or on the
 ;; thread count. Tested by src/backend/cpu/wasm/wasm-packed.test.ts.
 (module
   (import "env" "memory" (memory 1 65536 shared))
@@ -19,7 +19,8 @@
     (local $x1 i32) (local $x2 i32) (local $x3 i32) (local $k i32) (local $wk i32)
     (local $lo v128) (local $hi v128) (local $a v128)
     (local $c00 v128) (local $c01 v128) (local $c10 v128) (local $c11 v128)
-    (local $c20 v128) (local $c21 v128) (local $c30 v128) (local $c31 v128)
+    (local $c20 v128) (local $c21 v128) (local $c30 v128) (local $c31 v128) (local $mask v128)
+    (local.set $mask (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)) ;; bf16 variant: high halves
     (local.set $x1 (i32.add (local.get $xp) (local.get $K4)))
     (local.set $x2 (i32.add (local.get $x1) (local.get $K4)))
     (local.set $x3 (i32.add (local.get $x2) (local.get $K4)))
@@ -59,7 +60,8 @@
   ;; 1 row × 8 columns.
   (func $t18 (param $op i32) (param $xp i32) (param $wp i32) (param $K4 i32) (param $ws i32)
     (local $k i32) (local $wk i32) (local $lo v128) (local $hi v128) (local $a v128)
-    (local $c0 v128) (local $c1 v128)
+    (local $c0 v128) (local $c1 v128) (local $mask v128)
+    (local.set $mask (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)) ;; bf16 variant: high halves
     (local.set $wk (local.get $wp))
     (block $done
       (loop $next
@@ -78,7 +80,8 @@
   ;; 1 row × 16 columns (two adjacent blocks, $KB bytes apart): 4 accumulator chains.
   (func $t116 (param $op i32) (param $xp i32) (param $wp i32) (param $K4 i32) (param $ws i32) (param $KB i32)
     (local $k i32) (local $wk i32) (local $wk2 i32) (local $lo v128) (local $hi v128) (local $lo2 v128) (local $hi2 v128) (local $a v128)
-    (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128)
+    (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128) (local $mask v128)
+    (local.set $mask (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)) ;; bf16 variant: high halves
     (local.set $wk (local.get $wp))
     (local.set $wk2 (i32.add (local.get $wp) (local.get $KB)))
     (block $done
@@ -102,12 +105,66 @@
     (v128.store offset=32 (local.get $op) (local.get $c2))
     (v128.store offset=48 (local.get $op) (local.get $c3)))
 
-  ;; Output row i over columns [j0, j1) (multiples of 8): 1×16 tiles, then a 1×8.
+  ;; 1 row × 32 columns (four adjacent blocks, $KB bytes apart): 8 accumulator chains, so a
+  ;; GEMV (M = 1) is not bound by the add latency of 4 chains.
+  (func $t132 (param $op i32) (param $xp i32) (param $wp i32) (param $K4 i32) (param $ws i32) (param $KB i32)
+    (local $k i32) (local $wk i32) (local $wk2 i32) (local $wk3 i32) (local $wk4 i32) (local $a v128)
+    (local $lo v128) (local $hi v128) (local $lo2 v128) (local $hi2 v128) (local $lo3 v128) (local $hi3 v128) (local $lo4 v128) (local $hi4 v128)
+    (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128) (local $c4 v128) (local $c5 v128) (local $c6 v128) (local $c7 v128) (local $mask v128)
+    (local.set $mask (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)) ;; bf16 variant: high halves
+    (local.set $wk (local.get $wp))
+    (local.set $wk2 (i32.add (local.get $wp) (local.get $KB)))
+    (local.set $wk3 (i32.add (local.get $wk2) (local.get $KB)))
+    (local.set $wk4 (i32.add (local.get $wk3) (local.get $KB)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $k) (local.get $K4)))
+        (local.set $a (v128.load32_splat (i32.add (local.get $xp) (local.get $k))))
+        (local.set $lo (v128.load (local.get $wk))) ;; W lo
+        (local.set $hi (v128.load offset=16 (local.get $wk))) ;; W hi
+        (local.set $c0 (f32x4.add (local.get $c0) (f32x4.mul (local.get $a) (local.get $lo))))
+        (local.set $c1 (f32x4.add (local.get $c1) (f32x4.mul (local.get $a) (local.get $hi))))
+        (local.set $lo2 (v128.load (local.get $wk2))) ;; W lo
+        (local.set $hi2 (v128.load offset=16 (local.get $wk2))) ;; W hi
+        (local.set $c2 (f32x4.add (local.get $c2) (f32x4.mul (local.get $a) (local.get $lo2))))
+        (local.set $c3 (f32x4.add (local.get $c3) (f32x4.mul (local.get $a) (local.get $hi2))))
+        (local.set $lo3 (v128.load (local.get $wk3))) ;; W lo
+        (local.set $hi3 (v128.load offset=16 (local.get $wk3))) ;; W hi
+        (local.set $c4 (f32x4.add (local.get $c4) (f32x4.mul (local.get $a) (local.get $lo3))))
+        (local.set $c5 (f32x4.add (local.get $c5) (f32x4.mul (local.get $a) (local.get $hi3))))
+        (local.set $lo4 (v128.load (local.get $wk4))) ;; W lo
+        (local.set $hi4 (v128.load offset=16 (local.get $wk4))) ;; W hi
+        (local.set $c6 (f32x4.add (local.get $c6) (f32x4.mul (local.get $a) (local.get $lo4))))
+        (local.set $c7 (f32x4.add (local.get $c7) (f32x4.mul (local.get $a) (local.get $hi4))))
+        (local.set $k (i32.add (local.get $k) (i32.const 4)))
+        (local.set $wk (i32.add (local.get $wk) (local.get $ws)))
+        (local.set $wk2 (i32.add (local.get $wk2) (local.get $ws)))
+        (local.set $wk3 (i32.add (local.get $wk3) (local.get $ws)))
+        (local.set $wk4 (i32.add (local.get $wk4) (local.get $ws)))
+        (br $next)))
+    (v128.store (local.get $op) (local.get $c0))
+    (v128.store offset=16 (local.get $op) (local.get $c1))
+    (v128.store offset=32 (local.get $op) (local.get $c2))
+    (v128.store offset=48 (local.get $op) (local.get $c3))
+    (v128.store offset=64 (local.get $op) (local.get $c4))
+    (v128.store offset=80 (local.get $op) (local.get $c5))
+    (v128.store offset=96 (local.get $op) (local.get $c6))
+    (v128.store offset=112 (local.get $op) (local.get $c7)))
+
+  ;; Output row i over columns [j0, j1) (multiples of 8): 1×32 tiles, then 1×16, then 1×8.
   (func $row (param $o i32) (param $x i32) (param $w i32) (param $i i32) (param $j0 i32) (param $j1 i32) (param $K4 i32) (param $N4 i32) (param $KW i32) (param $ws i32)
     (local $j i32) (local $op i32) (local $xp i32)
     (local.set $op (i32.add (i32.add (local.get $o) (i32.mul (local.get $i) (local.get $N4))) (i32.shl (local.get $j0) (i32.const 2))))
     (local.set $xp (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $K4))))
     (local.set $j (local.get $j0))
+    (block $done32
+      (loop $next32
+        (br_if $done32 (i32.gt_u (i32.add (local.get $j) (i32.const 32)) (local.get $j1)))
+        (call $t132 (local.get $op) (local.get $xp) (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $KW)))
+          (local.get $K4) (local.get $ws) (i32.shl (local.get $KW) (i32.const 3)))
+        (local.set $op (i32.add (local.get $op) (i32.const 128)))
+        (local.set $j (i32.add (local.get $j) (i32.const 32)))
+        (br $next32)))
     (block $done16
       (loop $next16
         (br_if $done16 (i32.gt_u (i32.add (local.get $j) (i32.const 16)) (local.get $j1)))

@@ -69,6 +69,8 @@ describe('register-blocked matmul on packed weights (matmul-packed.wat)', () => 
   it.each([
     [1, 8, 4, false],
     [1, 24, 64, true],
+    [1, 56, 20, true], // 1×32, 1×16 and 1×8 tiles in one row
+    [2, 120, 8, false],
     [3, 40, 36, false],
     [4, 16, 256, true],
     [5, 264, 128, false],
