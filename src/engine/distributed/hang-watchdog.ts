@@ -11,16 +11,49 @@ import { readEnv } from '../../config/env.js';
  * - **lost peer**: when this thread is blocked for over `staleMs` and a watched process is
  *   gone, SIGKILLs the watched processes still alive and this one, naming the gone rank;
  * - **hung rank** (launchers only, `checkHangs`): when a watched rank's published heartbeat,
- *   or this process's own (with `selfRank`), is older than `2 · staleMs`, the cause is the rank
- *   that entered the fewest collectives (`collective()`: its peers are waiting in the next one),
- *   among equals the one that stopped first. If it is a worker and this thread is still responsive, that worker is SIGKILLed
+ *   or this process's own (with `selfRank`), is older than `2 · staleMs`, the cause is chosen
+ *   by `pickHungRank`. If it is a worker and this thread is still responsive, that worker is SIGKILLed
  *   and `onHung` tells the main thread (which ends the group in order, naming it); otherwise
  *   every process is SIGKILLed here, with one line naming the rank.
  *
  * The thread never keeps the process alive.
  */
+/** A rank as the hang check sees it: its heartbeat's last beat and the collectives it entered. */
+export interface RankBeat {
+  readonly pid: number;
+  readonly rank?: number;
+  /** Date.now() of its last heartbeat. */
+  readonly since: number;
+  /** Collectives it had entered by then. */
+  readonly entered: number;
+  /** This process (the launcher that is itself a rank). */
+  readonly self?: boolean;
+}
+
+/**
+ * The rank to blame for a hang, or undefined while there is none. A hang is a heartbeat older
+ * than 2 · staleMs. The blame goes to the rank behind the others, the one that entered the
+ * fewest collectives (its peers are waiting in the next one), among equals the one that
+ * stopped first; it is chosen among every rank silent for over staleMs, not only those past
+ * 2 · staleMs: the peers waiting on a hung rank stop a moment after it or before it (rank 0
+ * blocks in its device sync as soon as it has queued the step that the hung worker never
+ * starts), so the first rank past the limit is often a waiting one, not the cause.
+ * Runs inside the watchdog thread (its source is inlined there): plain JavaScript, no imports.
+ */
+export function pickHungRank<B extends RankBeat>(
+  beats: readonly B[],
+  now: number,
+  staleMs: number,
+): B | undefined {
+  if (!beats.some((b) => now - b.since > 2 * staleMs)) return undefined;
+  const behind = beats.filter((b) => now - b.since > staleMs);
+  behind.sort((a, b) => a.entered - b.entered || a.since - b.since);
+  return behind[0];
+}
+
 const THREAD_SOURCE = `
 const { workerData: w, parentPort } = require('node:worker_threads');
+const pickHungRank = ${pickHungRank.toString()};
 const fs = require('node:fs');
 const beat = new Float64Array(w.heartbeat);
 const peers = new Map();
@@ -67,23 +100,19 @@ function tick() {
     killAll();
   }
   if (w.checkHangs) {
-    const hangMs = 2 * w.staleMs;
-    const stale = [];
+    const states = [];
     for (const p of peers.values()) {
       const b = published(p);
-      if (b !== undefined && now - b.t > hangMs && alive(p.pid)) stale.push({ ...p, since: b.t, entered: b.n });
+      if (b !== undefined && alive(p.pid)) states.push({ ...p, since: b.t, entered: b.n });
     }
-    if (w.selfRank !== undefined && own > hangMs) stale.push({ pid: process.pid, rank: w.selfRank, since: beat[0], entered: beat[1], self: true });
-    // The cause is the rank behind the others: fewest collectives entered (its peers wait in
-    // the next one); among equals, the one whose heartbeat stopped first.
-    stale.sort((a, b) => a.entered - b.entered || a.since - b.since);
-    const first = stale[0];
+    if (w.selfRank !== undefined) states.push({ pid: process.pid, rank: w.selfRank, since: beat[0], entered: beat[1], self: true });
+    const first = pickHungRank(states, now, w.staleMs);
     if (first && (first.self || own > w.staleMs)) {
-      say(name(first) + ' has been blocked for over ' + secs(hangMs) + ' (a step that never returns)');
+      say(name(first) + ' has been blocked for over ' + secs(2 * w.staleMs) + ' (a step that never returns)');
       killAll();
     } else if (first && !reported.has(first.pid)) {
       reported.add(first.pid);
-      parentPort.postMessage({ hung: first.rank, seconds: hangMs / 1000 });
+      parentPort.postMessage({ hung: first.rank, seconds: (2 * w.staleMs) / 1000 });
       try { process.kill(first.pid, 'SIGKILL'); } catch {}
     }
   }
