@@ -1,9 +1,9 @@
 import wabtInit from 'wabt';
 
-/** WAT text → wasm bytes, with SIMD and threads (shared memory) enabled. */
+/** WAT text → wasm bytes, with SIMD, threads (shared memory) and bulk memory (memory.fill) enabled. */
 export async function assembleWat(text) {
   const wabt = await wabtInit();
-  const mod = wabt.parseWat('kernel.wat', text, { simd: true, threads: true });
+  const mod = wabt.parseWat('kernel.wat', text, { simd: true, threads: true, bulk_memory: true });
   try {
     return new Uint8Array(mod.toBinary({}).buffer);
   } finally {

@@ -56,7 +56,7 @@ export class CpuBackend implements Backend {
   alloc(shape: Shape, dtype: DType): Tensor {
     const n = numel(shape);
     const data = dtype === 'i32' ? this.kernels.heap.i32(n) : this.kernels.heap.f32(n);
-    data.fill(0); // recycled scratch blocks hold old values
+    this.kernels.zero(data); // recycled scratch blocks hold old values
     return new CpuTensor(shape, dtype, data, true);
   }
 

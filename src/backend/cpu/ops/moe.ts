@@ -90,7 +90,7 @@ export function moeRows(
   }
   for (let e = 0; e < E; e++) count[e + 1]! += count[e]!; // count[e]: expert e's first entry
   const R = count[E]!;
-  out.fill(0);
+  k.zero(out);
   if (R === 0) return;
   const tok = k.heap.i32(R); // [R] token row of each entry
   const wt = k.heap.f32(R); // [R] its routing weight

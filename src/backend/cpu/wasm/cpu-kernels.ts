@@ -87,6 +87,7 @@ export class CpuKernels {
   private readonly scratch: HeapScratch[];
   private readonly minParallelFlops: number;
   private readonly minWakeFlops: number;
+  private readonly zeroFn: (p: number, bytes: number) => void;
 
   constructor(o: CpuKernelsOptions = {}) {
     this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
@@ -107,6 +108,7 @@ export class CpuKernels {
     for (const m of modules)
       Object.assign(exports, new wasm.Instance(m, { env: { memory: this.heap.memory } }).exports);
     const fns = EXPORTS.map((n) => exports[n] as (...a: number[]) => void);
+    this.zeroFn = exports['zero'] as (p: number, bytes: number) => void;
     this.pool = new ThreadPool(threads, this.heap.memory, modules, EXPORTS, fns);
     // one scratch block per chunk: chunks of a job run concurrently, on any thread
     this.scratch = Array.from(
@@ -161,6 +163,15 @@ export class CpuKernels {
       rows.push(...matmulChunks(j, N, K, share));
     }
     this.pool.run(rows, flops >= this.minWakeFlops);
+  }
+
+  /**
+   * a = 0, on the caller: a memset in WASM where `a` lies in the heap (TypedArray.fill takes
+   * V8's element-by-element path on shared memory, ~20× slower).
+   */
+  zero(a: Float32Array | Int32Array): void {
+    if (this.heap.owns(a)) this.zeroFn(a.byteOffset, a.byteLength);
+    else a.fill(0);
   }
 
   /** cache row slots[t] = x row t (rows of `width` values): the KV cache write, on the caller. */

