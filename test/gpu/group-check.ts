@@ -116,10 +116,15 @@ function gpuIds(tp: number): string {
   return Array.from({ length: tp }, () => '0').join(',');
 }
 
-async function forward(caseDir: string, ids: number[], args: string[]): Promise<Forward> {
+async function forward(
+  caseDir: string,
+  ids: number[],
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Forward> {
   const out = join(mkdtempSync(join(tmpdir(), 'group-check-')), 'out.json');
   const base = ['forward', '--model', caseDir, '--ids', ids.join(','), '--out', out];
-  const r = await cli([...base, ...args]);
+  const r = await cli([...base, ...args], env);
   if (r.code !== 0) throw new Error(`forward ${args.join(' ')} failed:\n${r.stderr}`);
   return JSON.parse(readFileSync(out, 'utf8')) as Forward;
 }
@@ -136,6 +141,48 @@ function routeRowsDiffering(a: Forward, b: Forward): { diff: number; rows: numbe
   return { diff, rows };
 }
 
+/** Logit values (float32 bits) and routed-expert rows that differ between two forwards. */
+function bitsDiffering(a: Forward, b: Forward): { logits: number; routes: number } {
+  let logits = 0;
+  b.logits.forEach((row, t) =>
+    row.forEach((x, v) => {
+      if (!Object.is(Math.fround(a.logits[t]?.[v] ?? NaN), Math.fround(x))) logits++;
+    }),
+  );
+  return { logits, routes: routeRowsDiffering(a, b).diff };
+}
+
+/**
+ * `long` layouts: the same CUDA group with GEMM + reduce-scatter forced on (threshold
+ * GEMM_RS_MIN_ROWS) and off; the op's contract is the bits of GEMM then reduce-scatter, so
+ * the two forwards must agree bit for bit (logits and routes), whatever either's error to the CPU.
+ */
+async function gemmRsBitExact(
+  caseDir: string,
+  ids: number[],
+  args: string[],
+  name: string,
+): Promise<Row> {
+  const check = `${name}: GEMM-RS on vs off, logit values + route rows differing`;
+  try {
+    const on = await forward(caseDir, ids, args, {
+      MOESERVE_GEMM_RS_MIN_ROWS: String(GEMM_RS_MIN_ROWS),
+    });
+    const off = await forward(caseDir, ids, args, { MOESERVE_GEMM_RS_MIN_ROWS: '1e12' });
+    const d = bitsDiffering(on, off);
+    console.log(`${name}: GEMM-RS on vs off: ${d.logits} logits, ${d.routes} route rows differ`);
+    return {
+      check,
+      value: `${d.logits} + ${d.routes}`,
+      limit: '0 + 0',
+      pass: d.logits === 0 && d.routes === 0,
+    };
+  } catch (e) {
+    console.error((e as Error).message);
+    return { check, value: 'error', limit: '-', pass: false };
+  }
+}
+
 /** One forward layout of check 1: `long` repeats the prompt past GEMM_RS_MIN_ROWS tokens. */
 export interface GroupLayout {
   readonly tp: number;
@@ -150,7 +197,8 @@ export const GROUP_LAYOUTS: readonly GroupLayout[] = [
   { tp: 4, sp: false },
   { tp: 2, sp: true },
   { tp: 4, sp: true },
-  // SP with T >= GEMM_RS_MIN_ROWS: o_proj and the dense down_proj run as GEMM + reduce-scatter.
+  // SP with T >= GEMM_RS_MIN_ROWS: o_proj and the dense down_proj as GEMM + reduce-scatter
+  // (forced on and off: bit-exact), and the group against the CPU at a long prompt.
   { tp: 2, sp: true, long: true },
   // --ep on a shared GPU: the IPC communicator's all-to-all dispatch and combine.
   { tp: 2, sp: false, ep: true },
@@ -171,11 +219,11 @@ async function checkLayouts(
       : prompt;
     const layout = ['--tp', String(tp), ...(ep ? ['--ep'] : []), ...(sp ? ['--sp'] : []), ...extra];
     const name = `tp${tp}${ep ? '+ep' : ''}${sp ? '+sp' : ''}${long ? ` T=${ids.length}` : ''}${extra.length ? ` ${extra.join(' ')}` : ''} --gpu-ids ${gpuIds(tp)}`;
+    const gpuArgs = ['--backend', 'cuda', ...layout, '--gpu-ids', gpuIds(tp)];
+    if (long) rows.push(await gemmRsBitExact(caseDir, ids, gpuArgs, name));
     try {
       const ref = await forward(caseDir, ids, ['--backend', 'cpu', ...layout]);
-      const got = await forward(caseDir, ids, [
-        ...['--backend', 'cuda', ...layout, '--gpu-ids', gpuIds(tp)],
-      ]);
+      const got = await forward(caseDir, ids, gpuArgs);
       const s = compareLogits(got.logits, ref.logits);
       const routes = routeRowsDiffering(got, ref);
       // As it finishes (a bounded GPU window may end the run before the table is printed).
