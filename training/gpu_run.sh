@@ -4,7 +4,8 @@
 # then the PyTorch eval as time allows. Everything lands under $OUT/tiny-model/ and the whole
 # script ends by BUDGET seconds (default 520) after it starts. DRY=1 tests it on a CPU (byte tokenizer).
 # training/gpu_run.sh, run from a folder holding training/, tokenizer/ (tokenizer.json, tokenizer_config.json),
-# golden/{tiny-moe,tiny-dense} and init/run3-int8.pt (docs/tiny-model.md, "Run 4").
+# golden/{tiny-moe,tiny-dense} and the starting weights INIT (docs/tiny-model.md, "Run 4", "Run 5"):
+# a bf16 model.safetensors as it is, or pack_init.py's int8 .pt (default init/run3-int8.pt).
 START=$(date +%s)
 BUDGET=${BUDGET:-520}
 set -o pipefail
@@ -13,7 +14,11 @@ mkdir -p "$O"
 cd "$(dirname "$0")"  # training/
 left() { echo $((START + BUDGET - $(date +%s))); }
 timeout 30 python3 -c "import torch, tokenizers; print('torch', torch.__version__, 'tokenizers', tokenizers.__version__, torch.cuda.get_device_name())"
-timeout 40 python3 pack_init.py unpack ../init/run3-int8.pt /tmp/tm-init.safetensors || exit 1
+INIT=${INIT:-../init/run3-int8.pt}
+case "$INIT" in
+  *.safetensors) cp "$INIT" /tmp/tm-init.safetensors || exit 1 ;;
+  *) timeout 40 python3 pack_init.py unpack "$INIT" /tmp/tm-init.safetensors || exit 1 ;;
+esac
 timeout 60 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 \
   --template ../tokenizer/tokenizer_config.json | tee "$O/gen.out" || exit 1
 timeout $(($(left) - 3)) python3 train.py --data /tmp/tm-g --out "$O/model" \

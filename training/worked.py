@@ -97,13 +97,24 @@ def step_lines(a, op, b):
     return [f"{a} {op} {b}:"] + body + [f"{a} {op} {b} = {r}"], r
 
 
-def worked(steps):
-    """steps: [(a, op, b)] where a or b may be the string 'prev' for the last result.
-    Returns (reasoning text, final result)."""
-    lines, prev = [], None
-    for a, op, b in steps:
+def worked(steps, numbers=None):
+    """steps: [(a, op, b)] or [(a, op, b, cue)] where a or b may be the string 'prev' for the last
+    result. With numbers (the problem's numbers in the order the text gives them), the reasoning
+    opens with the extraction line `numbers: 45, 29`, and each step with a cue carries the line
+    `more, so +` (CUES) before its header: the operation is read from the problem as one of a few
+    meaning words first, then the digits are worked. Returns (reasoning text, final result)."""
+    lines, prev = ([f"numbers: {', '.join(str(n) for n in numbers)}"] if numbers is not None else []), None
+    for a, op, b, *cue in steps:
         a = prev if a == "prev" else a
         b = prev if b == "prev" else b
+        if cue:
+            assert CUES[cue[0]] == op, (cue, op)
+            lines.append(f"{cue[0]}, so {op}")
         ls, prev = step_lines(a, op, b)
         lines += ls
     return "\n".join(lines), prev
+
+
+# The meaning words of the cue line and the operation each one names.
+CUES = {"more": "+", "total": "+", "plus": "+", "left": "-", "difference": "-", "minus": "-",
+        "each": "*", "times": "*"}
