@@ -5,7 +5,7 @@ import re
 from collections import Counter
 
 import arith_words as W
-from lexicon import CURRENCY, DAYS, MEASURES, NAMES, THINGS
+from lexicon import CURRENCY, DAYS, MEASURES, NAMES_WIDE as NAMES, THINGS_WIDE as THINGS
 
 
 def _n(rng, lo=2, hi=90):

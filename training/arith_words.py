@@ -4,7 +4,7 @@ the meaning of the verb rather than from a few template words. Each family retur
 (facts, question, swappable, cue) like arith_train.py's; the cue is the meaning word of the
 worked reasoning's cue line (worked.CUES). No frame here holds a held-out frame marker
 (heldout_phrasings.FRAME_MARKERS; gen_data.py counts them in every run)."""
-from lexicon import CURRENCY, DAYS, NAMES, THINGS
+from lexicon import CURRENCY, DAYS, NAMES_WIDE as NAMES, THINGS_WIDE as THINGS
 
 # (3rd person present, past, base, past participle)
 GAIN = [("buys", "bought", "buy", "bought"), ("finds", "found", "find", "found"), ("gets", "got", "get", "got"),

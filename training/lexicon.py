@@ -30,3 +30,20 @@ MEASURES = [
 ]
 DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 CURRENCY = ["dollars", "euros", "pounds"]
+
+# Run 5: more names and things for the training generator alone, so that an unseen name or
+# thing reads as one (none of them is held out; the held-out lists above stay as they were).
+NAMES_WIDE = NAMES + (
+    "Adele Bruno Camila Dmitri Esther Felix Greta Hamid Isla Jonas Keiko Lars Malik Nadia Otto Petra "
+    "Quinn Rahul Sofia Theo Ursula Viktor Wanda Xavier Yara Zane Amir Bianca Cyrus Daria Elif Goran "
+    "Helga Imani Joel Kira Luca Mateus Nico Odette Pablo Rina Stefan Tomas Uma Vera Wes Ximena Yusuf Zara "
+    "Abena Bjorn Chidi Dagny Emeka Fatima Gideon Hiro Ilse Jamal Kenji Leila Mina Nils Oren Pia Rohan Selin"
+).split()
+THINGS_WIDE = THINGS + [
+    ("peaches", "baskets"), ("grapes", "bags"), ("pears", "crates"), ("carrots", "bags"), ("potatoes", "bins"),
+    ("cherries", "cups"), ("walnuts", "jars"), ("muffins", "trays"), ("donuts", "boxes"), ("sandwiches", "plates"),
+    ("socks", "drawers"), ("shirts", "piles"), ("hats", "shelves"), ("gloves", "bins"), ("toys", "chests"),
+    ("puzzles", "stacks"), ("dolls", "shelves"), ("blocks", "tubs"), ("rocks", "buckets"), ("feathers", "cans"),
+    ("paper clips", "cups"), ("erasers", "cases"), ("markers", "sets"), ("notebooks", "stacks"), ("photos", "albums"),
+    ("seeds", "packets"), ("tomatoes", "baskets"), ("mangoes", "crates"), ("spoons", "drawers"), ("cups", "shelves"),
+]
