@@ -334,5 +334,5 @@ def numbers_in(text, steps):
 
 def problem(rng):
     """(question text, steps, numbers) for one training problem."""
-    q, steps = one_step(rng) if rng.random() < 0.65 else two_step(rng)
+    q, steps = one_step(rng) if rng.random() < 0.72 else two_step(rng)
     return q, steps, numbers_in(q, steps)

@@ -129,9 +129,11 @@ def combine_words(rng, a, b):
         facts = rng.choice([[f"{s} {verb} {a} {unit} {p[0]} and {b} {unit} {p[1]}."],
                             [f"{p[0][0].upper() + p[0][1:]}, {o} {verb} {a} {unit}.", f"{p[1][0].upper() + p[1][1:]}, {o} {verb} {b} {unit}."]])
         d = _does(you, past)
-        q = rng.choice([f"How many {unit} {d} {o} {vb} in total?", f"How many {unit} {d} {o} {vb} over the two days?",
-                        f"How many {unit} {d} {o} {vb} altogether?", f"How many {unit} is that in all?",
-                        f"How many {unit} {d} {o} {vb} on both days combined?"])
+        days = p[0].startswith("on ")
+        q = rng.choice([f"How many {unit} {d} {o} {vb} in total?", f"How many {unit} {d} {o} {vb} altogether?",
+                        f"How many {unit} is that in all?"]
+                       + ([f"How many {unit} {d} {o} {vb} over the two days?", f"How many {unit} {d} {o} {vb} on both days combined?"]
+                          if days else [f"How many {unit} {d} {o} {vb} in the two parts together?"]))
         return facts, q, True, "total"
     if form == 1:
         n, m = rng.sample(NAMES, 2)
