@@ -223,7 +223,8 @@ def rate(rng, a, b):
 
 # Run 5 adds arith_words.py's families, twice each where they carry many more verbs.
 ONE_STEP = {"+": [gain, together, measure, gain_past, W.gain_words, W.gain_words, W.combine_words, W.combine_words],
-            "-": [lose, compare, spend, lose_past, compare_words, W.loss_words, W.loss_words, W.loss_words, W.compare_measure],
+            "-": [lose, compare, spend, lose_past, compare_words, W.loss_words, W.loss_words, W.loss_words, W.compare_measure,
+                  W.spend_words],
             "*": [groups, price, per_day, rate, W.groups_words, W.groups_words, W.rate_words]}
 BARE_CUE = {"+": "plus", "-": "minus", "*": "times"}
 

@@ -29,7 +29,7 @@ LOSE = [("loses", "lost", "lose", "lost"), ("gives away", "gave away", "give awa
         ("gives back", "gave back", "give back", "given back"), ("hides", "hid", "hide", "hidden"),
         ("sends off", "sent off", "send off", "sent off")]
 GIVE = [("gives", "gave", "give"), ("sends", "sent", "send"), ("passes", "passed", "pass"),
-        ("brings", "brought", "bring"), ("mails", "mailed", "mail"), ("offers", "offered", "offer")]
+        ("brings", "brought", "bring"), ("mails", "mailed", "mail"), ("lends", "lent", "lend")]
 # (unit, 3rd person present, past, base): measured amounts that add up over two periods.
 AMOUNTS = [("km", "cycles", "cycled", "cycle"), ("km", "drives", "drove", "drive"), ("km", "hikes", "hiked", "hike"),
            ("km", "rides", "rode", "ride"), ("km", "jogs", "jogged", "jog"), ("pages", "reads", "read", "read"),
@@ -39,12 +39,18 @@ AMOUNTS = [("km", "cycles", "cycled", "cycle"), ("km", "drives", "drove", "drive
            ("songs", "sings", "sang", "sing"), ("pictures", "paints", "painted", "paint"),
            ("cakes", "bakes", "baked", "bake"), ("letters", "sends", "sent", "send"),
            ("emails", "answers", "answered", "answer"), ("miles", "sails", "sailed", "sail"),
-           ("trees", "plants", "planted", "plant"), ("fish", "catches", "caught", "catch")]
-PERIODS = [None, ("in the morning", "in the afternoon"), ("last month", "this month"), ("before lunch", "after lunch"),
+           ("trees", "plants", "planted", "plant"), ("fish", "catches", "caught", "catch"),
+           ("dollars", "earns", "earned", "earn"), ("euros", "spends", "spent", "spend"),
+           ("pounds", "collects", "collected", "collect"), ("dollars", "raises", "raised", "raise")]
+PERIODS = [None, None, ("in the morning", "in the afternoon"), ("last month", "this month"), ("before lunch", "after lunch"),
            ("on the first day", "on the second day"), ("last year", "this year"), ("at home", "at school")]
 PEOPLE = ["friends", "children", "kids", "players", "workers", "visitors", "guests", "cousins", "neighbours",
           "campers", "helpers", "drivers"]
 COLOURS = ["red", "blue", "green", "yellow", "white", "black", "big", "small"]
+
+
+def _a(word):
+    return ("an " if word[0] in "aeiou" else "a ") + word
 
 
 def _one(container):
@@ -68,8 +74,33 @@ def _start(rng, s, have, past, a, t, c):
     o = "you" if s == "You" else s
     return rng.choice([f"{s} {'had' if past else have} {a} {t}.", f"At first, {o} {'had' if past else have} {a} {t}.",
                        f"There {'were' if past else 'are'} {a} {t} in the {_one(c)}.",
-                       f"{s} {'kept' if past else ('keep' if s == 'You' else 'keeps')} {a} {t} in a {_one(c)}.",
-                       f"In the morning, {o} {'had' if past else have} {a} {t}."])
+                       f"{s} {'kept' if past else ('keep' if s == 'You' else 'keeps')} {a} {t} in {_a(_one(c))}.",
+                       f"In the morning, {o} {'had' if past else have} {a} {t}.",
+                       f"{a} {t} {'were' if past else 'are'} on the {rng.choice(['table', 'shelf', 'floor', 'desk'])}."])
+
+
+def _clause(sentence):
+    """A sentence as a clause after 'After', 'and' or 'but': no leading adverb, no full stop."""
+    for lead in ("Then ", "Later ", "After that, ", "Next, ", "Soon ", "Sadly, "):
+        sentence = sentence.removeprefix(lead)
+    first = sentence.split(" ", 1)[0]
+    sentence = sentence if first in NAMES else sentence[0].lower() + sentence[1:]
+    return sentence.rstrip(".")
+
+
+def _shape(rng, first, second, q, s, cue):
+    """The two facts as they are, or joined ('F1 and/but f2.'), or the event as an 'After' clause
+    before the question ('F1 After f2, q?')."""
+    x = rng.random()
+    if x < 0.15 and first.startswith(s + " "):
+        verb_part = _clause(second)
+        if verb_part.startswith(s + " ") or verb_part.startswith("you "):
+            verb_part = verb_part.split(" ", 1)[1]
+            but = cue == "left" and rng.random() < 0.6 and not verb_part.startswith("gave")  # "but gave": a marker
+            return [f"{first.rstrip('.')} {'but' if but else 'and'} {verb_part}."], q
+    if x < 0.3:
+        return [first], f"After {_clause(second)}, {q[0].lower() + q[1:]}"
+    return [first, second], q
 
 
 def gain_words(rng, a, b):
@@ -80,7 +111,7 @@ def gain_words(rng, a, b):
     verb = v[1] if past else (v[2] if you else v[0])
     if v[0] == "is given":
         verb = ("were given" if you else "was given") if past else ("are given" if you else "is given")
-    m = rng.choice([x for x in NAMES if x != s])
+    m = rng.choice([x for x in NAMES if x != s] * 2 + ["a friend", "a neighbour", "an aunt", "a teacher", "grandma", "someone"])
     g = rng.choice(GIVE)
     then = rng.choice(["", "Then ", "Later ", "After that, ", "Next, ", "Soon "])
     sm = o if then else s
@@ -93,7 +124,8 @@ def gain_words(rng, a, b):
     q = rng.choice([f"How many {t} {d} {o} have now?", f"How many {t} {d} {o} have in all now?",
                     f"How many {t} are there now?", f"What is the number of {t} now?",
                     f"How many {t} {_does(you, True)} {o} have after that?", f"How many {t} is that in all?"])
-    return [first, second], q, False, "more"
+    facts, q = _shape(rng, first, second, q, s, "more")
+    return facts, q, False, "more"
 
 
 def loss_words(rng, a, b):
@@ -115,7 +147,25 @@ def loss_words(rng, a, b):
                     f"How many {t} {d} {o} keep?", f"How many {t} {d} {o} still have?",
                     f"How many {t} {'were' if past else 'are'} not {v[3]}?", f"How many {t} are there now?",
                     f"How many {t} {'were' if past else 'are'} left over?"])
-    return [first, second], q, False, "left"
+    facts, q = _shape(rng, first, second, q, s, "left")
+    return facts, q, False, "left"
+
+
+def spend_words(rng, a, b):
+    """Money that goes out, the amount spent sometimes named before the amount there was."""
+    s, o, have, you = _subject(rng)
+    cur = rng.choice(CURRENCY)
+    past = rng.random() < 0.5
+    v = rng.choice([("spends", "spent", "spend"), ("uses", "used", "use"), ("gives away", "gave away", "give away"),
+                    ("loses", "lost", "lose"), ("donates", "donated", "donate")])  # not "paid": a held-out marker
+    verb = v[1] if past else (v[2] if you else v[0])
+    place = rng.choice(["purse", "bag", "pocket", "piggy bank", "money box", "account"])
+    facts = rng.choice([[f"{s} {verb} {b} {cur} of the {a} {cur} in {'your' if you else 'the'} {place}."],
+                        [f"Out of {a} {cur}, {o} {verb} {b} {cur}."],
+                        [f"{s} {'had' if past else have} {a} {cur} in {'your' if you else 'a'} {place}.", f"{s} {verb} {b} {cur}."]])
+    q = rng.choice([f"How many {cur} are left in the {place}?", f"How many {cur} are left?",
+                    f"How much money {_does(you, False)} {o} have now?", f"How many {cur} {'were' if past else 'are'} not {v[1]}?"])
+    return facts, q, False, "left"
 
 
 def combine_words(rng, a, b):
@@ -178,9 +228,10 @@ def compare_measure(rng, a, b):
         q = rng.choice([f"How many more {t} does {n} need?", f"How many {t} are still missing?"])
     else:
         t = rng.choice(THINGS)[0]
-        facts = [f"{m} has {b} {t}.", f"{n} has {a} {t}."]
+        h = rng.choice(["has", "owns", "keeps"])
+        facts = rng.choice([[f"{m} {h} {b} {t}.", f"{n} {h} {a} {t}."], [f"{m} {h} {b} {t}; {n} {h} {a}."]])
         q = rng.choice([f"How many {t} fewer does {m} have?", f"What is the gap between {n} and {m}?",
-                        f"How many {t} more than {m} does {n} have?"])
+                        f"How many {t} more than {m} does {n} have?", f"How many more {t} does {n} have?"])
     return facts, q, form in (1, 4), "difference"
 
 
@@ -202,7 +253,8 @@ def groups_words(rng, a, b):
         q = rng.choice([f"How many {t} {'did' if past else 'do'} the {p} {v[1]} in all?", f"How many {t} is that in total?"])
     elif form == 4:
         facts = [f"{s} {'put' if past else ('put' if you else 'puts')} {b} {t} in every {_one(c)}.", f"There are {a} {c}."]
-        q = f"How many {t} {'were' if past else 'are'} used?"
+        q = rng.choice([f"How many {t} {'were' if past else 'are'} used?", f"How many {t} are needed?",
+                        f"How many {t} does that take up?".replace("take up", "use up")])
     elif form == 5:
         facts, q = [f"{a} rows of {t} have {b} {t} in each row."], f"How many {t} are there?"
     else:
@@ -223,7 +275,8 @@ def rate_words(rng, a, b):
         cur, t = rng.choice(CURRENCY), rng.choice(THINGS)[0]
         facts = [rng.choice([f"{t.capitalize()} sell for {b} {cur} each.", f"The price of one of the {t} is {b} {cur}.",
                              f"{t.capitalize()} are {b} {cur} per item."])]
-        q = rng.choice([f"How much do {a} {t} cost?", f"What is the price of {a} {t}?", f"How many {cur} for {a} of them?"])
+        q = rng.choice([f"How much do {a} {t} cost?", f"What is the price of {a} {t}?", f"How many {cur} for {a} of them?",
+                        f"What do {a} {t} cost?", f"What do {a} of them cost together?"])
     else:
         cur = rng.choice(CURRENCY)
         facts = [f"{s} {'earn' if you else 'earns'} {b} {cur} an hour."]
