@@ -7,13 +7,16 @@
  * positions 16..23 of tp4 over the limit). The reference therefore runs the CPU forward with
  * the GPU's experts forced on exactly those rows, recomputing their weights from the CPU's own
  * scores (what routerTopK gives for that choice), and every other row left to the CPU. A flip
- * beyond ROUTE_TIE is not forced: it is counted as a mismatch, and the logits show it.
+ * beyond ROUTE_TIE is not forced: it is counted as a mismatch, and the logits show it. MSA
+ * block selections that flipped on near-tied index scores are forced the same way when the
+ * GPU's selections and their inputs are given (forced-blocks.ts).
  */
 import type { Backend, RouterOptions } from '../../src/backend/backend.js';
 import { CpuBackend } from '../../src/backend/cpu/cpu-backend.js';
 import { loadModel } from '../../src/model/load-model.js';
 import { runForward } from '../../src/model/run-forward.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
+import { forceBlocks, type BlockFlip, type GpuSelections } from './forced-blocks.js';
 
 /** Largest gap in biased sigmoid score (the CPU's K-th pick minus the GPU's pick) forced. */
 export const ROUTE_TIE = 1e-2;
@@ -43,9 +46,27 @@ export async function cpuForwardForcing(
   ids: readonly number[],
   gpu: RoutedForward,
   forcing = true,
-): Promise<{ ref: RoutedForward; flips: RouteFlip[] }> {
+  msa?: GpuSelections,
+): Promise<{ ref: RoutedForward; flips: RouteFlip[]; blockFlips: BlockFlip[] }> {
   const backend = new CpuBackend();
   const flips: RouteFlip[] = [];
+  const blockFlips: BlockFlip[] = [];
+  if (forcing && msa) {
+    let msaCall = 0;
+    const select = backend.msaSelect.bind(backend);
+    backend.msaSelect = (out, idxQ, idxK, meta, o) => {
+      select(out, idxQ, idxK, meta, o);
+      const call = msaCall++;
+      const got = msa[call];
+      if (!got) throw new Error(`forced blocks: the GPU made no MSA call ${call}`);
+      const sel = backend.readI32(out);
+      const S = idxK.shape[1]!;
+      blockFlips.push(
+        ...forceBlocks(sel, backend.readF32(idxQ), backend.readF32(idxK), got, o, S, call),
+      );
+      backend.write(out, sel);
+    };
+  }
   const layers = Object.keys(gpu.routed_experts).sort((a, b) => Number(a) - Number(b));
   let call = 0;
   const orig = backend.routerTopK.bind(backend);
@@ -59,7 +80,7 @@ export async function cpuForwardForcing(
   try {
     const model = await loadModel(caseDir, { backend });
     const r = await runForward(model, ids);
-    return { ref: { logits: r.logits, routed_experts: r.routedExperts }, flips };
+    return { ref: { logits: r.logits, routed_experts: r.routedExperts }, flips, blockFlips };
   } finally {
     backend.close();
   }

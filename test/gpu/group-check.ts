@@ -4,9 +4,10 @@
  *    because the ranks share the GPU) against the CPU backend: per-position relative logit
  *    error under golden-check's bf16 limit, top-1 where the CPU margin allows, against the CPU
  *    forward with the GPU's experts forced on the rows where they are a near-tie of the CPU's
- *    (forced-routes.ts: a bf16 flip there is legitimate, and changes every later position);
- *    no route row may differ beyond a near-tie; the same layout's CPU group equals the CPU's
- *    one rank (float32);
+ *    (forced-routes.ts: a bf16 flip there is legitimate, and changes every later position),
+ *    and the GPU's MSA blocks forced where they are a near-tie on the index scores
+ *    (forced-blocks.ts, from the GPU's recorded inputs); no route or block row may differ
+ *    beyond a near-tie; the same layout's CPU group equals the CPU's one rank (float32);
  * 2. `--allreduce-fusion all --allreduce-trace DIR` on the GPU group: every traced layer's
  *    residual and norm max diff is exactly 0;
  * 3. failures on the GPU: a rank exiting during set-up, a rank SIGKILLed mid-step and a rank
@@ -21,10 +22,13 @@ import { fileURLToPath } from 'node:url';
 import { readTraceDir, summarizeTrace } from '../../src/parallel/allreduce-trace-summary.js';
 import { GEMM_RS_MIN_ROWS } from '../../src/parallel/cuda-ipc/gemm-rs-plan.js';
 import type { Row } from './check-util.js';
+import { parseModelConfig } from '../../src/config/model-config.js';
+import { readGpuSelections, RECORD_ENV } from './forced-blocks.js';
 import { cpuForwardForcing, ROUTE_TIE } from './forced-routes.js';
 import { compareLogits } from './golden-check.js';
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
+const RECORDER = new URL('./record-selections.js', import.meta.url).href;
 const LIMIT_S = 30;
 
 interface Ran {
@@ -49,9 +53,10 @@ function cli(
   env: Record<string, string> = {},
   during?: (pids: Map<number, number>) => void,
   timeoutMs = 120_000,
+  nodeArgs: string[] = [],
 ): Promise<Ran> {
   const t0 = Date.now();
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
@@ -125,10 +130,11 @@ async function forward(
   ids: number[],
   args: string[],
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<Forward> {
   const out = join(mkdtempSync(join(tmpdir(), 'group-check-')), 'out.json');
   const base = ['forward', '--model', caseDir, '--ids', ids.join(','), '--out', out];
-  const r = await cli([...base, ...args], env);
+  const r = await cli([...base, ...args], env, undefined, 120_000, nodeArgs);
   if (r.code !== 0) throw new Error(`forward ${args.join(' ')} failed:\n${r.stderr}`);
   return JSON.parse(readFileSync(out, 'utf8')) as Forward;
 }
@@ -247,23 +253,38 @@ async function compareToCpu(
   gpuArgs: string[],
   name: string,
 ): Promise<Row[]> {
-  const got = await forward(caseDir, ids, gpuArgs);
-  const { ref, flips } = await cpuForwardForcing(caseDir, ids, got);
+  // The GPU ranks record their MSA selections and index inputs (record-selections.ts).
+  const rec = mkdtempSync(join(tmpdir(), 'group-msa-'));
+  const got = await forward(caseDir, ids, gpuArgs, { [RECORD_ENV]: rec }, ['--import', RECORDER]);
+  const cfg = parseModelConfig(
+    JSON.parse(readFileSync(join(caseDir, 'config.json'), 'utf8')),
+    caseDir,
+  );
+  const msa = cfg.sparse ? readGpuSelections(rec, cfg) : undefined;
+  const { ref, flips, blockFlips } = await cpuForwardForcing(caseDir, ids, got, true, msa);
   const s = compareLogits(got.logits, ref.logits);
   const routes = routeRowsDiffering(got, ref);
   const forced = flips.filter((f) => f.forced);
+  const blocksForced = blockFlips.filter((f) => f.forced).length;
   const beyond = flips.length - forced.length;
+  const blocksBeyond = blockFlips.length - blocksForced;
   const where = flips.map((f) => `L${f.layer}t${f.token} gap ${f.gap.toExponential(1)}`);
+  const bad = blockFlips
+    .filter((f) => !f.forced)
+    .map(
+      (f) =>
+        `call ${f.call} head ${f.head} t${f.token} gap ${f.gap.toExponential(1)} err ${f.err.toExponential(1)}`,
+    );
   // As it finishes (a bounded GPU window may end the run before the table is printed).
   console.log(
-    `${name}: max rel ${s.maxRel.toExponential(2)}, ${s.overLimit} over limit, ${s.top1Mismatch} top-1 mismatches, route flips ${flips.length} (${forced.length} near-tied, forced${where.length ? `: ${where.slice(0, 8).join(', ')}` : ''}), rows left differing ${routes.diff}/${routes.rows}`,
+    `${name}: max rel ${s.maxRel.toExponential(2)}, ${s.overLimit} over limit, ${s.top1Mismatch} top-1 mismatches, route flips ${flips.length} (${forced.length} near-tied, forced${where.length ? `: ${where.slice(0, 6).join(', ')}` : ''}), MSA block rows flipped ${blockFlips.length} (${blocksForced} near-tied, forced${bad.length ? `; not: ${bad.slice(0, 4).join(', ')}` : ''}), route rows left differing ${routes.diff}/${routes.rows}`,
   );
   const layoutRef = await forward(caseDir, ids, ['--backend', 'cpu', ...layout]);
   const plain = (await cpuForwardForcing(caseDir, ids, got, false)).ref;
   const cpuRel = compareLogits(layoutRef.logits, plain.logits).maxRel;
   return [
     {
-      check: `${name}: CUDA (ipc) vs CPU max rel logit err (${forced.length} near-tied routes forced)`,
+      check: `${name}: CUDA (ipc) vs CPU max rel logit err (near-tied choices forced: ${forced.length} routes, ${blocksForced} MSA rows)`,
       value: s.maxRel.toExponential(2),
       limit: '< 2e-2, top-1 where margin allows',
       pass: s.overLimit === 0 && s.top1Mismatch === 0,
@@ -273,6 +294,12 @@ async function compareToCpu(
       value: `${beyond}/${routes.rows}`,
       limit: '0',
       pass: beyond === 0,
+    },
+    {
+      check: `${name}: MSA block rows differing beyond a near-tie (index-score error)`,
+      value: `${blocksBeyond} (${blocksForced} near-tied)`,
+      limit: '0',
+      pass: blocksBeyond === 0 && (msa !== undefined || !cfg.sparse),
     },
     {
       check: `${name}: CPU group vs CPU one rank max rel logit err`,
