@@ -19,16 +19,19 @@ import { Worker } from 'node:worker_threads';
  * job on the caller; a job not finished in JOB_TIMEOUT_MS throws, so a misbehaving worker
  * cannot hang the engine.
  */
+// Int32 slots, in three 64-byte cache lines by who writes them when: a spinning worker polls
+// GEN, so the caller's claims and counts during a job (NEXT, DONE) do not invalidate that line
+// on every update (and the worker's polls do not pull the caller's line away).
 const GEN = 0;
 const STOP = 1;
 const FAILED = 2;
-const NEXT = 3; // next chunk to claim
-const NCHUNKS = 4;
-const DONE = 5;
-const ACTIVE = 6;
-const SLEEPING = 7; // workers inside Atomics.wait
+const SLEEPING = 3; // workers inside Atomics.wait
+const NEXT = 16; // next chunk to claim
+const NCHUNKS = 17;
+const DONE = 32;
+const ACTIVE = 33;
 const ROW = 24; // float64 slots per chunk: export index, then up to 23 arguments
-const ARGS = 8; // float64 offset of chunk 0's row
+const ARGS = 24; // float64 offset of chunk 0's row (byte 192: after the three lines)
 const SPIN = 20_000; // the caller's Atomics.load polls before it sleeps (tens of µs)
 /**
  * How long a worker spins after its last job before it sleeps: longer than the gaps between
