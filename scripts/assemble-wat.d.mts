@@ -1,6 +1,8 @@
-/** WAT text → wasm bytes, with SIMD and threads (shared memory) enabled. */
+/** WAT text → wasm bytes, with SIMD, threads, bulk memory and relaxed SIMD enabled. */
 export function assembleWat(text: string): Promise<Uint8Array>;
 /** The bf16-weight variant of matmul.wat's text (export "matmul_bf16"). */
 export function bf16Variant(text: string): string;
 /** The bf16-weight variant of matmul-packed.wat's text (export "matmul_packed_bf16"). */
 export function packedBf16Variant(text: string): string;
+/** The fused multiply-add (f32x4.relaxed_madd) variant of matmul-packed.wat's text. */
+export function fmaVariant(text: string): string;

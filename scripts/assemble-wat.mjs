@@ -1,9 +1,17 @@
 import wabtInit from 'wabt';
 
-/** WAT text → wasm bytes, with SIMD, threads (shared memory) and bulk memory (memory.fill) enabled. */
+/**
+ * WAT text → wasm bytes, with SIMD, threads (shared memory), bulk memory (memory.fill) and
+ * relaxed SIMD (f32x4.relaxed_madd, in the FMA variants only) enabled.
+ */
 export async function assembleWat(text) {
   const wabt = await wabtInit();
-  const mod = wabt.parseWat('kernel.wat', text, { simd: true, threads: true, bulk_memory: true });
+  const mod = wabt.parseWat('kernel.wat', text, {
+    simd: true,
+    threads: true,
+    bulk_memory: true,
+    relaxed_simd: true,
+  });
   try {
     return new Uint8Array(mod.toBinary({}).buffer);
   } finally {
@@ -80,5 +88,22 @@ export function packedBf16Variant(text) {
     if (next === out) throw new Error(`packedBf16Variant: no match for ${re}`);
     out = next;
   }
+  return out;
+}
+
+/**
+ * The fused multiply-add variant of matmul-packed.wat's text (or of its bf16 variant): every
+ * accumulation c + a·w, written as (f32x4.add c (f32x4.mul a w)), becomes
+ * f32x4.relaxed_madd a w c, which V8 compiles to vfmadd231ps where the CPU has FMA3 (one
+ * rounding per step instead of two; half the floating-point instructions). The sums keep
+ * their order, so every output is still one sequential float32 chain over k, whatever tile
+ * or thread computes it. Export names unchanged.
+ */
+export function fmaVariant(text) {
+  const re =
+    /\(f32x4\.add \(local\.get (\$\w+)\) \(f32x4\.mul \(local\.get (\$\w+)\) \(local\.get (\$\w+)\)\)\)/g;
+  const out = text.replace(re, '(f32x4.relaxed_madd (local.get $2) (local.get $3) (local.get $1))');
+  if (out === text) throw new Error(`fmaVariant: no match for ${re}`);
+  if (/f32x4\.mul/.test(out)) throw new Error('fmaVariant: a multiply is left unfused');
   return out;
 }

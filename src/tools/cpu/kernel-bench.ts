@@ -39,8 +39,9 @@ function fill(a: Float32Array, seed: number): Float32Array {
 
 /**
  * out[M, N] = x · wᵀ on `k` (its threads): the register-blocked kernel on packed float32
- * weights (what the backend runs for these shapes), the same on packed bf16 weights (a bf16
- * checkpoint), the row-major kernel (before the packed one) and, with `js`, the JS kernel.
+ * weights (what the backend runs for these shapes; labelled "fma" where it fuses
+ * multiply-add), the same on packed bf16 weights (a bf16 checkpoint), the row-major kernel
+ * (before the packed one) and, with `js`, the JS kernel.
  */
 export function benchMatmul(
   k: CpuKernels,
@@ -64,13 +65,14 @@ export function benchMatmul(
     gflops: flop / (ms * 1e6),
     load: loadavg()[0]!,
   });
+  const fma = k.fma ? ', fma' : ''; // the packed kernels fuse multiply-add
   const rows = [
     row(
-      label,
+      `${label}${fma}`,
       time(() => k.matmul(out, x, packed, M, N, K), 9),
     ),
     row(
-      `${label}, bf16 w`,
+      `${label}, bf16 w${fma}`,
       time(() => k.matmul(out, x, packedBf16, M, N, K), 9),
     ),
     row(

@@ -10,11 +10,14 @@ import { PackedPanels, unpackPanels } from '../packed-panels.js';
 import {
   ATTENTION_WASM_BASE64,
   MATMUL_BF16_WASM_BASE64,
+  MATMUL_PACKED_BF16_FMA_WASM_BASE64,
   MATMUL_PACKED_BF16_WASM_BASE64,
+  MATMUL_PACKED_FMA_WASM_BASE64,
   MATMUL_PACKED_WASM_BASE64,
   MATMUL_WASM_BASE64,
   ROWOPS_WASM_BASE64,
 } from './kernels-wasm.js';
+import { fusedMultiplyAdd } from './fused-multiply-add.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
@@ -66,6 +69,13 @@ export interface CpuKernelsOptions {
    * not set, else minParallelFlops, so tests that split every kernel also wake the workers).
    */
   readonly minWakeFlops?: number;
+  /**
+   * The packed matmul with fused multiply-add (relaxed SIMD; default: where this process has
+   * it, see fusedMultiplyAdd) or with a multiply then an add (false). Either way each output
+   * is one sequential float32 chain over k, the same bits at any thread count; the two differ
+   * in rounding (one per step against two).
+   */
+  readonly fma?: boolean;
 }
 
 /**
@@ -82,6 +92,8 @@ export interface CpuKernelsOptions {
 export class CpuKernels {
   readonly heap = new WasmHeap();
   readonly threads: number;
+  /** Whether the packed matmul fuses multiply-add (CpuKernelsOptions.fma). */
+  readonly fma: boolean;
   private readonly pool: ThreadPool;
   private readonly tables = new StepTables(this.heap);
   private readonly scratch: HeapScratch[];
@@ -96,11 +108,14 @@ export class CpuKernels {
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
       throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
     this.threads = threads;
+    if (o.fma && !fusedMultiplyAdd())
+      throw new Error('CPU kernels: fma requested, but this runtime has no fused relaxed_madd');
+    this.fma = o.fma ?? fusedMultiplyAdd();
     const modules = [
       MATMUL_WASM_BASE64,
       MATMUL_BF16_WASM_BASE64,
-      MATMUL_PACKED_WASM_BASE64,
-      MATMUL_PACKED_BF16_WASM_BASE64,
+      this.fma ? MATMUL_PACKED_FMA_WASM_BASE64 : MATMUL_PACKED_WASM_BASE64,
+      this.fma ? MATMUL_PACKED_BF16_FMA_WASM_BASE64 : MATMUL_PACKED_BF16_WASM_BASE64,
       ATTENTION_WASM_BASE64,
       ROWOPS_WASM_BASE64,
     ].map(compile);

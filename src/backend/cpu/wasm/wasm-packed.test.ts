@@ -1,9 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { assembleWat, packedBf16Variant } from '../../../../scripts/assemble-wat.mjs';
+import { assembleWat, fmaVariant, packedBf16Variant } from '../../../../scripts/assemble-wat.mjs';
 import { PackedPanels, packPanels, unpackPanels } from '../packed-panels.js';
 import { CpuKernels } from './cpu-kernels.js';
-import { MATMUL_PACKED_BF16_WASM_BASE64, MATMUL_PACKED_WASM_BASE64 } from './kernels-wasm.js';
+import { fusedMultiplyAdd } from './fused-multiply-add.js';
+import {
+  MATMUL_PACKED_BF16_FMA_WASM_BASE64,
+  MATMUL_PACKED_BF16_WASM_BASE64,
+  MATMUL_PACKED_FMA_WASM_BASE64,
+  MATMUL_PACKED_WASM_BASE64,
+} from './kernels-wasm.js';
 
 /** Deterministic values in [−0.5, 0.5); bf16-exact when `bf16` (low 16 bits cleared). */
 function values(n: number, seed: number, bf16 = false): Float32Array {
@@ -32,6 +38,27 @@ function sequentialF32(x: Float32Array, w: Float32Array, M: number, N: number, K
   return out;
 }
 
+/**
+ * The FMA kernel's definition: the same chain with each step fused, acc = fl32(acc + x[k]·w[k])
+ * with one rounding. The float32 product is exact in float64; acc + product rounded to
+ * float64 and then float32 could in principle round twice (where the float64 sum falls on a
+ * float32 tie), which these inputs do not hit.
+ */
+function sequentialFma(x: Float32Array, w: Float32Array, M: number, N: number, K: number) {
+  const out = new Float32Array(M * N);
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < N; j++) {
+      let acc = 0;
+      for (let k = 0; k < K; k++) acc = Math.fround(acc + x[i * K + k]! * w[j * K + k]!);
+      out[i * N + j] = acc;
+    }
+  }
+  return out;
+}
+
+/** The kernel variants this process runs: mul + add always, FMA where the runtime fuses. */
+const FMA_MODES = fusedMultiplyAdd() ? [false, true] : [false];
+
 function packed(k: CpuKernels, w: Float32Array, N: number, K: number, bf16: boolean): PackedPanels {
   if (!bf16) return new PackedPanels(packPanels(w, k.heap.f32(w.length), N, K));
   const bits = new Uint32Array(w.buffer, w.byteOffset, w.length);
@@ -52,6 +79,18 @@ describe('register-blocked matmul on packed weights (matmul-packed.wat)', () => 
     expect(Buffer.from(f32).toString('base64')).toBe(MATMUL_PACKED_WASM_BASE64);
     const bf16 = await assembleWat(packedBf16Variant(wat));
     expect(Buffer.from(bf16).toString('base64')).toBe(MATMUL_PACKED_BF16_WASM_BASE64);
+    const fma = await assembleWat(fmaVariant(wat));
+    expect(Buffer.from(fma).toString('base64')).toBe(MATMUL_PACKED_FMA_WASM_BASE64);
+    const bf16Fma = await assembleWat(fmaVariant(packedBf16Variant(wat)));
+    expect(Buffer.from(bf16Fma).toString('base64')).toBe(MATMUL_PACKED_BF16_FMA_WASM_BASE64);
+    expect(fmaVariant(wat)).not.toMatch(/f32x4\.mul/);
+  });
+
+  it('uses FMA by default exactly where the runtime fuses relaxed_madd; refuses fma when it cannot', () => {
+    const k = new CpuKernels();
+    expect(k.fma).toBe(fusedMultiplyAdd());
+    k.close();
+    if (!fusedMultiplyAdd()) expect(() => new CpuKernels({ fma: true })).toThrow(/fma/);
   });
 
   it('packs and unpacks [E, N, K] losslessly, each matrix at its own offset', () => {
@@ -77,17 +116,19 @@ describe('register-blocked matmul on packed weights (matmul-packed.wat)', () => 
     [17, 136, 64, true],
     [64, 512, 256, true],
   ])(
-    'M=%i N=%i K=%i (bf16 %s): the sequential float32 sum of every output, bit for bit, at 1, 2 and 3 threads',
+    'M=%i N=%i K=%i (bf16 %s): the sequential float32 chain of every output (mul + add, and FMA where fused), bit for bit, at 1, 2 and 3 threads',
     (M, N, K, bf16) => {
       const xv = values(M * K, 1);
       const wv = values(N * K, 2, bf16);
-      const want = sequentialF32(xv, wv, M, N, K);
-      for (const threads of [1, 2, 3]) {
-        const k = new CpuKernels({ threads, minParallelFlops: 0 });
-        const out = k.heap.f32(M * N);
-        k.matmul(out, heapCopy(k, xv), packed(k, wv, N, K, bf16), M, N, K);
-        k.close();
-        expect(Array.from(out)).toEqual(Array.from(want));
+      for (const fma of FMA_MODES) {
+        const want = (fma ? sequentialFma : sequentialF32)(xv, wv, M, N, K);
+        for (const threads of [1, 2, 3]) {
+          const k = new CpuKernels({ threads, minParallelFlops: 0, fma });
+          const out = k.heap.f32(M * N);
+          k.matmul(out, heapCopy(k, xv), packed(k, wv, N, K, bf16), M, N, K);
+          k.close();
+          expect(out.every((v, i) => v === want[i])).toBe(true);
+        }
       }
     },
   );
