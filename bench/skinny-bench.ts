@@ -1,7 +1,9 @@
 /**
- * Decode GEMMs at MiniMax-M3's real shapes (kernels/skinny-gemm.cu against the kernels it
- * replaces and cuBLAS): device time per GEMM (CUDA events, median of 20 after warm-up), the
- * weight bytes it reads, and that as a fraction of the measured device-copy bandwidth.
+ * Decode GEMMs at MiniMax-M3's real shapes (kernels/skinny-gemm.cu against cuBLAS): device
+ * time per GEMM inside a CUDA graph (timeGraphMs), the weight bytes it reads, and that as a
+ * fraction of the measured device-copy bandwidth. Block FP8 both ways: widened to bf16 in
+ * registers (w8a16) and on the E4M3 tensor cores (q8, the decode path; its time includes
+ * splitting x).
  *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8]
  *        [--moe-tokens 8,64,512,2048] [--out DIR]
  * and the MoE op at the real expert shape: tile kernels vs per-expert cuBLAS, bf16 and FP8.
@@ -12,11 +14,10 @@ import { join } from 'node:path';
 import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { CudaFp8Weight } from '../src/backend/cuda/cuda-fp8-weight.js';
 import type { CudaTensor } from '../src/backend/cuda/cuda-tensor.js';
-import { fp8SkinnyGemm } from '../src/backend/cuda/fp8-ops.js';
-import { skinnyGemm as oldSkinny } from '../src/backend/cuda/moe-ops.js';
 import {
   bf16Operand,
   fp8Operand,
+  fp8WidenOperand,
   skinnyGemm,
   skinnySplits,
 } from '../src/backend/cuda/skinny-gemm.js';
@@ -44,6 +45,7 @@ const SHAPES: [string, number, number][] = [
   ['lm_head', 200064, 6144],
 ];
 
+/** Eager device time of f (ms-scale ops: the MoE; median of 20 after a warm-up). */
 function timeMs(gpu: CudaBackend, f: () => void): number {
   f();
   const dev = gpu.dev;
@@ -57,6 +59,40 @@ function timeMs(gpu: CudaBackend, f: () => void): number {
     ms.push(dev.elapsed(a, b));
   }
   return median(ms);
+}
+
+/**
+ * Device time of one call as it runs inside the decode step's graph: f(0) … f(n-1) (each on
+ * its own weight copy, so that L2 holds none of the next one's bytes) captured in one CUDA
+ * graph, replayed 10 times after a warm-up; the median replay over n. Timing single eager
+ * launches instead measures the host's launch time for the small GEMMs (W1: a ~20 µs floor).
+ */
+function timeGraphMs(gpu: CudaBackend, n: number, f: (i: number) => void): number {
+  const dev = gpu.dev;
+  for (let i = 0; i < n; i++) f(i); // sizes the workspaces outside capture
+  const graph = dev.capture(() => {
+    for (let i = 0; i < n; i++) f(i);
+  });
+  try {
+    graph.launch();
+    const ms: number[] = [];
+    for (let r = 0; r < 10; r++) {
+      const a = dev.createEvent();
+      const b = dev.createEvent();
+      dev.record(a);
+      graph.launch();
+      dev.record(b);
+      ms.push(dev.elapsed(a, b));
+    }
+    return median(ms) / n;
+  } finally {
+    graph.destroy();
+  }
+}
+
+/** Weight copies per shape: at least 256 MB of bf16 in all (L2 is 60 MB). */
+function copiesOf(N: number, K: number): number {
+  return Math.max(1, Math.ceil(256e6 / (N * K * 2)));
 }
 
 /** The MoE op at the real expert shape (128 + 1 experts, top-4 + shared): tiles vs per-expert cuBLAS, bf16 and FP8. */
@@ -105,62 +141,52 @@ async function main(): Promise<void> {
   const ctx = gpu.ctx;
   const rows: Record<string, number | string>[] = [];
   for (const [name, N, K] of SHAPES) {
-    const wb = gpu.alloc([N, K], 'bf16') as CudaTensor;
-    gpu.fillRandom(wb, 7, 1 / Math.sqrt(K));
-    const w8 = name === 'lm_head' ? null : (gpu.fp8!.quantize(wb) as CudaFp8Weight);
+    const n = copiesOf(N, K);
+    const wb: CudaTensor[] = [];
+    const w8: CudaFp8Weight[] = [];
+    for (let c = 0; c < n; c++) {
+      wb.push(gpu.alloc([N, K], 'bf16') as CudaTensor);
+      gpu.fillRandom(wb[c]!, 7 + c, 1 / Math.sqrt(K));
+      w8.push(gpu.fp8!.quantize(wb[c]!) as CudaFp8Weight);
+    }
     for (const M of batches) {
       const x = gpu.alloc([M, K], 'bf16') as CudaTensor;
       gpu.fillRandom(x, 3, 1);
       const o = gpu.alloc([M, N], 'f32') as CudaTensor;
       const bytes16 = N * K * 2;
       const bytes8 = N * K * (1 + 4 / 128);
-      const r: Record<string, number | string> = { name, N, K, M };
-      const put = (key: string, ms: number, bytes: number): void => {
+      const r: Record<string, number | string> = { name, N, K, M, copies: n };
+      const put = (key: string, bytes: number, f: (i: number) => void): void => {
+        const ms = timeGraphMs(gpu, n, f);
         r[`${key} ms`] = +ms.toFixed(4);
         r[`${key} %bw`] = Math.round((100 * bytes) / (ms * 1e-3) / bw);
       };
-      put(
-        'cublas bf16',
-        timeMs(gpu, () => gpu.gemm.gemm(o.ptr, 'f32', x.ptr, wb.ptr, 'bf16', M, N, K)),
-        bytes16,
+      put('cublas bf16', bytes16, (i) =>
+        gpu.gemm.gemm(o.ptr, 'f32', x.ptr, wb[i]!.ptr, 'bf16', M, N, K),
       );
-      if (oldSkinny(ctx, o.ptr, true, x.ptr, wb.ptr, M, N, K))
-        put(
-          'old bf16',
-          timeMs(gpu, () => oldSkinny(ctx, o.ptr, true, x.ptr, wb.ptr, M, N, K)),
-          bytes16,
-        );
-      const nb = bf16Operand(wb.ptr);
       r['bf16 splits'] = skinnySplits(gpu.dev.smCount, 'b', M, N, K);
-      put(
-        'new bf16',
-        timeMs(gpu, () => skinnyGemm(ctx, o.ptr, true, x.ptr, nb, M, N, K)),
-        bytes16,
+      put('skinny bf16', bytes16, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K),
       );
-      if (w8) {
-        put(
-          'old fp8',
-          timeMs(gpu, () => fp8SkinnyGemm(ctx, o.ptr, true, x.ptr, w8, M)),
-          bytes8,
+      r['w8a16 splits'] = skinnySplits(gpu.dev.smCount, 'blk', M, N, K);
+      put('w8a16 fp8', bytes8, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
+      );
+      r['q8 splits'] = skinnySplits(gpu.dev.smCount, 'q8', M, N, K);
+      put('q8 fp8', bytes8, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!), M, N, K),
+      );
+      for (const S of sweep)
+        put(`q8 S=${S}`, bytes8, (i) =>
+          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!), M, N, K, S),
         );
-        const n8 = fp8Operand(w8);
-        r['fp8 splits'] = skinnySplits(gpu.dev.smCount, 'blk', M, N, K);
-        put(
-          'new fp8',
-          timeMs(gpu, () => skinnyGemm(ctx, o.ptr, true, x.ptr, n8, M, N, K)),
-          bytes8,
-        );
-        for (const S of sweep)
-          put(
-            `fp8 S=${S}`,
-            timeMs(gpu, () => skinnyGemm(ctx, o.ptr, true, x.ptr, n8, M, N, K, S)),
-            bytes8,
-          );
-      }
       console.log(JSON.stringify(r));
       rows.push(r);
+      gpu.free(x);
+      gpu.free(o);
     }
     gpu.synchronize();
+    for (const t of [...wb, ...w8]) gpu.free(t);
   }
   const moeRows = moeBench(gpu, arg('moe-tokens', '8,64,512,2048').split(',').map(Number));
   mkdirSync(out, { recursive: true });

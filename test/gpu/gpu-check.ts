@@ -49,6 +49,7 @@ import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkSampler } from './sampler-check.js';
 import { checkSkinny } from './skinny-check.js';
+import { checkSplit } from './split-check.js';
 import { smoke } from './smoke.js';
 
 function arg(name: string, fallback: string): string {
@@ -171,13 +172,16 @@ async function main(): Promise<void> {
     all.push(...rows);
   }
   if (only.has('skinny')) {
-    const rows = guard('skinny GEMMs', () => checkSkinny(cpu, gpu));
+    const rows = [
+      ...guard('q8 activation split', () => checkSplit(gpu)),
+      ...guard('skinny GEMMs', () => checkSkinny(cpu, gpu)),
+    ];
     printTable('Decode GEMMs (skinny-gemm.cu): bf16 / FP8 weights vs CPU, split-K', rows);
     all.push(...rows);
   }
   if (only.has('fp8')) {
     const rows = await checkFp8(cpu, gpu, golden);
-    printTable('FP8 weights (W8A16): CUDA vs CPU on the same quantized weights', rows);
+    printTable('FP8 weights: CUDA vs CPU on the same quantized weights', rows);
     all.push(...rows);
   }
   if (only.has('kv-fp8')) {

@@ -1,7 +1,8 @@
 /**
  * The decode GEMMs of kernels/skinny-gemm.cu against the CPU backend on the same weights:
- * bf16, block FP8 and MXFP8 weights (the CPU computes on code · scale in f32), ragged M and
- * N, split-K off, forced and as chosen; f32 out (only summation order differs) and bf16 out;
+ * bf16, block FP8 (q8: E4M3 tensor cores on the split x; and widened, W8A16) and MXFP8
+ * weights (the CPU computes on code · scale in f32), ragged M and N, split-K off, forced and
+ * as chosen; f32 out (only summation order differs, and q8's tensor-core sums) and bf16 out;
  * a split launch repeated gives the same bits (its counters reset, the reduction order is
  * fixed). The MoE FP8 kernels are checked through moe() in fp8-check.ts.
  */
@@ -12,6 +13,7 @@ import type { CudaTensor } from '../../src/backend/cuda/cuda-tensor.js';
 import {
   bf16Operand,
   fp8Operand,
+  fp8WidenOperand,
   skinnyGemm,
   skinnySplits,
   type SkinnyOperand,
@@ -51,13 +53,16 @@ function cases(cpu: Backend, gpu: CudaBackend): Case[] {
     const K = 1024;
     const h = randomFp8([N, K], s, 13);
     const w = gpuFp8(gpu, [N, K], s, h) as CudaFp8Weight;
+    const cpuW = cpu.upload(h.values, [N, K], 'bf16');
     out.push({
-      name: s.kind === 'block' ? 'block FP8' : 'MXFP8',
+      name: s.kind === 'block' ? 'block FP8 q8' : 'MXFP8',
       op: fp8Operand(w),
-      cpuW: cpu.upload(h.values, [N, K], 'bf16'),
+      cpuW,
       N,
       K,
     });
+    if (s.kind === 'block')
+      out.push({ name: 'block FP8 W8A16', op: fp8WidenOperand(w), cpuW, N, K });
   }
   return out;
 }

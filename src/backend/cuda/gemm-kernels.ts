@@ -5,15 +5,21 @@
  */
 import { kernel, variants } from './kernel-decl.js';
 
-/** Weight kinds of the dense kernels: bf16, block FP8, MXFP8. */
-export const SKINNY_WEIGHTS = ['b', 'blk', 'mx'] as const;
+/**
+ * Weight kinds of the dense kernels: bf16, block FP8 and MXFP8 widened to bf16 in registers
+ * (W8A16), and block FP8 on the E4M3 tensor cores against x split into two E4M3 terms (q8).
+ */
+export const SKINNY_WEIGHTS = ['b', 'blk', 'mx', 'q8'] as const;
 export type SkinnyWeight = (typeof SKINNY_WEIGHTS)[number];
 /** 8-token MMA tiles per block. */
 export const SKINNY_NF = ['1', '2', '4', '8'] as const;
 const DENSE = SKINNY_WEIGHTS.flatMap((w) =>
   (['b', 'f'] as const).flatMap((o) => SKINNY_NF.map((nf) => `${w}_${o}_${nf}` as const)),
 );
-const MOE = (['blk', 'mx'] as const).flatMap((f) =>
+/** The MoE kernels' FP8 kinds (as SKINNY_WEIGHTS). */
+export const SKINNY_MOE_WEIGHTS = ['blk', 'mx', 'q8'] as const;
+export type SkinnyMoeWeight = (typeof SKINNY_MOE_WEIGHTS)[number];
+const MOE = SKINNY_MOE_WEIGHTS.flatMap((f) =>
   (['16', '32', '64'] as const).map((bt) => `${f}_${bt}` as const),
 );
 const W = { W: 'ptr', S: 'ptr', G: 'i32' } as const;
@@ -30,6 +36,7 @@ export const SKINNY_GEMM = kernel({
   args: {
     ...W,
     x: 'ptr',
+    xs: 'ptr',
     M: 'i32',
     N: 'i32',
     K: 'i32',
@@ -37,7 +44,8 @@ export const SKINNY_GEMM = kernel({
     part: 'ptr',
     counters: 'ptr',
   },
-  launch: 'grid (ceil(N/128), 1, splits), block 128, dyn smem STAGES*(128*128+NF*8*XB)',
+  launch:
+    'grid (ceil(N/128), 1, splits), block 128, dyn smem STAGES*(128*128+NF*8*XB [+NF*8*4 q8])',
 });
 export const SKINNY_GU = kernel({
   file: 'skinny-gemm',
@@ -45,6 +53,7 @@ export const SKINNY_GU = kernel({
   args: {
     ...W,
     x: 'ptr',
+    xs: 'ptr',
     perm: 'ptr',
     Kw: 'i32',
     ...TILES,
@@ -62,6 +71,7 @@ export const SKINNY_DOWN = kernel({
   args: {
     ...W,
     act: 'ptr',
+    xs: 'ptr',
     perm: 'ptr',
     Kw: 'i32',
     ...TILES,
@@ -71,4 +81,10 @@ export const SKINNY_DOWN = kernel({
     rw: 'ptr',
   },
   launch: 'grid (ceil(D/128), maxTiles), block 128, dyn smem STAGES*(128*128+BT*256)',
+});
+export const SKINNY_SPLIT = kernel({
+  file: 'skinny-gemm',
+  names: ['skinny_split_x'],
+  args: { x: 'ptr', rows: 'i32', K: 'i32', xq: 'ptr', xs: 'ptr' },
+  launch: 'grid ceil(rows*K/128/8), block 256 (a warp per 128 inputs of a row)',
 });

@@ -1,11 +1,20 @@
 /**
  * Launchers for kernels/skinny-gemm.cu (see its header): decode GEMMs out[M, N] = x · W^T
  * for M ≤ 64 on bf16 or FP8 weights, split over K when the column blocks alone do not fill
- * the GPU, and the MoE's FP8 expert GEMMs on the same loop.
+ * the GPU, and the MoE's FP8 expert GEMMs on the same loop. Block FP8 runs on the E4M3
+ * tensor cores (q8): x is first split exactly into two E4M3 terms (skinny_split_x), so the
+ * weight codes go to the MMA as they are instead of being widened to bf16 in registers.
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
-import { SKINNY_DOWN, SKINNY_GEMM, SKINNY_GU, type SkinnyWeight } from './gemm-kernels.js';
+import {
+  SKINNY_DOWN,
+  SKINNY_GEMM,
+  SKINNY_GU,
+  SKINNY_SPLIT,
+  type SkinnyMoeWeight,
+  type SkinnyWeight,
+} from './gemm-kernels.js';
 import { launchKernel } from './kernel-launch.js';
 import type { MoePlan } from './moe-ops.js';
 import type { OpContext } from './op-context.js';
@@ -25,7 +34,17 @@ export function bf16Operand(ptr: number): SkinnyOperand {
   return { kind: 'b', ptr, scales: 0, group: 1 };
 }
 
+/**
+ * The decode kernel for an FP8 weight: block FP8 (128-input blocks) on the E4M3 tensor cores
+ * (q8), MXFP8 (and other block sizes) widened to bf16 in registers.
+ */
 export function fp8Operand(w: CudaFp8Weight): SkinnyOperand {
+  const op = fp8WidenOperand(w);
+  return op.kind === 'blk' && op.group % 128 === 0 ? { ...op, kind: 'q8' } : op;
+}
+
+/** An FP8 weight on the W8A16 kernels (codes widened to bf16 in registers): benchmarks, checks. */
+export function fp8WidenOperand(w: CudaFp8Weight): SkinnyOperand {
   return { kind: w.flavour, ptr: w.ptr, scales: w.scales.ptr, group: w.scaling.group };
 }
 
@@ -37,7 +56,7 @@ function stageK(kind: SkinnyWeight): number {
 /** True when the kernels take a weight of `kind` with K inputs (and its scale groups). */
 export function skinnyFits(op: Pick<SkinnyOperand, 'kind' | 'group'>, K: number): boolean {
   if (K % stageK(op.kind) !== 0) return false;
-  if (op.kind === 'blk') return op.group % 128 === 0;
+  if (op.kind === 'blk' || op.kind === 'q8') return op.group % 128 === 0;
   return op.kind === 'b' || op.group % 16 === 0;
 }
 
@@ -46,16 +65,43 @@ function tilesFor(M: number): 1 | 2 | 4 | 8 {
   return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8;
 }
 
-/** Dynamic shared memory of a block: STAGES x (128 weight rows + NF*8 token rows). */
+/** Dynamic shared memory of a block: STAGES x (128 weight rows + NF*8 token rows [+ q8's x scales]). */
 export function skinnySmem(kind: SkinnyWeight, nf: number, weightRows = 128): number {
   const stages = kind !== 'b' && nf === 8 ? 3 : 4;
-  return stages * (weightRows * ROW_BYTES + nf * 8 * stageK(kind) * 2);
+  const xScales = kind === 'q8' ? nf * 8 * 4 : 0;
+  return stages * (weightRows * ROW_BYTES + nf * 8 * stageK(kind) * 2 + xScales);
+}
+
+/**
+ * q8's activations: x [rows, K] (bf16) split into two E4M3 codes per input (128 hi then 128
+ * lo per 128 inputs) and one power-of-two scale per 128 inputs, in workspace `name`.
+ */
+export function skinnySplitX(
+  ctx: OpContext,
+  name: string,
+  x: number,
+  rows: number,
+  K: number,
+): { xq: number; xs: number } {
+  const groups = (rows * K) / 128;
+  const xq = ctx.ws.get(`${name}.q`, rows * K * 2);
+  const xs = ctx.ws.get(`${name}.s`, groups * 4);
+  launchKernel(
+    ctx,
+    SKINNY_SPLIT,
+    'skinny_split_x',
+    { grid: [Math.ceil(groups / 8), 1, 1], block: [256, 1, 1] },
+    { x, rows, K, xq, xs },
+  );
+  return { xq, xs };
 }
 
 /**
  * Splits of K: as many as fill the GPU's block slots with the column blocks (a column block
  * alone is one block), at least 2 stages of K each, at most 32; 1 when the column blocks
- * already cover the slots.
+ * already cover the slots. The last block of a column block sums S partials of M x 128
+ * outputs with its 128 threads, M·S reads each from L2: S ≤ 128/M keeps that under the
+ * weight stream's time (W1: k_proj M = 32 at S = 24 took 36 µs for 3 MB).
  */
 export function skinnySplits(
   smCount: number,
@@ -69,7 +115,8 @@ export function skinnySplits(
   const slots = smCount * perSm;
   const colBlocks = Math.ceil(N / 128);
   const kt = K / stageK(kind);
-  return Math.max(1, Math.min(Math.floor(slots / colBlocks), 32, Math.floor(kt / 2)));
+  const reduceCap = Math.floor(128 / M);
+  return Math.max(1, Math.min(Math.floor(slots / colBlocks), 32, Math.floor(kt / 2), reduceCap));
 }
 
 /**
@@ -91,6 +138,7 @@ export function skinnyGemm(
   const nf = tilesFor(M);
   const S = splits ?? skinnySplits(ctx.dev.smCount, w.kind, M, N, K);
   const colBlocks = Math.ceil(N / 128);
+  const xin = w.kind === 'q8' ? skinnySplitX(ctx, 'skinny.x', x, M, K) : { xq: x, xs: 0 };
   let part = 0;
   let counters = 0;
   if (S > 1) {
@@ -104,12 +152,15 @@ export function skinnyGemm(
     SKINNY_GEMM,
     `skinny_${w.kind}_${outF32 ? 'f' : 'b'}_${nf}`,
     { grid: [colBlocks, 1, S], block: [128, 1, 1], smem: skinnySmem(w.kind, nf) },
-    { W: w.ptr, S: w.scales, G: w.group, x, M, N, K, out, part, counters },
+    { W: w.ptr, S: w.scales, G: w.group, x: xin.xq, xs: xin.xs, M, N, K, out, part, counters },
   );
   return true;
 }
 
-/** The MoE's fused gate|up + SwiGLU and down GEMMs on FP8 experts (tile table in `p`). */
+/**
+ * The MoE's fused gate|up + SwiGLU and down GEMMs on FP8 experts (tile table in `p`): block
+ * FP8 on the E4M3 tensor cores (x and the activations split first), MXFP8 widened.
+ */
 export function skinnyMoeGemms(
   ctx: OpContext,
   p: MoePlan,
@@ -119,27 +170,30 @@ export function skinnyMoeGemms(
   w: number,
   o: MoeOptions,
 ): void {
-  const { buf: b, BT, D, I, Kw } = p;
+  const { buf: b, BT, D, I, Kw, T, n } = p;
   if (p.maxTiles > 65535)
     throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
   const rows = tileRows(BT);
+  const kind = moeKind(gu, dn);
   const tiles = {
+    perm: b.perm,
+    Kw,
     offsets: b.offsets,
     tileExpert: b.tileExpert,
     tileStart: b.tileStart,
     numTiles: b.numTiles,
-    perm: b.perm,
-    Kw,
   };
-  const smem = skinnySmem(gu.flavour, BT / 8);
+  const smem = skinnySmem(kind, BT / 8);
+  const xin = kind === 'q8' ? skinnySplitX(ctx, 'moe.x', x, T, D) : { xq: x, xs: 0 };
   launchKernel(
     ctx,
     SKINNY_GU,
-    `skinny_gu_${gu.flavour}_${rows}`,
+    `skinny_gu_${kind}_${rows}`,
     { grid: [Math.ceil(I / 64), p.maxTiles, 1], block: [128, 1, 1], smem },
     {
       ...fp8Args(gu),
-      x,
+      x: xin.xq,
+      xs: xin.xs,
       ...tiles,
       D,
       I,
@@ -148,13 +202,22 @@ export function skinnyMoeGemms(
       limit: o.limit,
     },
   );
+  const ain = kind === 'q8' ? skinnySplitX(ctx, 'moe.act', b.act, n, I) : { xq: b.act, xs: 0 };
   launchKernel(
     ctx,
     SKINNY_DOWN,
-    `skinny_down_${dn.flavour}_${rows}`,
+    `skinny_down_${kind}_${rows}`,
     { grid: [Math.ceil(D / 128), p.maxTiles, 1], block: [128, 1, 1], smem },
-    { ...fp8Args(dn), act: b.act, ...tiles, I, D, y: b.y, rw: w },
+    { ...fp8Args(dn), act: ain.xq, xs: ain.xs, ...tiles, I, D, y: b.y, rw: w },
   );
+}
+
+/** q8 when both expert weights are block FP8 in 128-input blocks, else their widened kind. */
+function moeKind(gu: CudaFp8Weight, dn: CudaFp8Weight): SkinnyMoeWeight {
+  const a = fp8Operand(gu).kind;
+  const b = fp8Operand(dn).kind;
+  if (a !== b || a === 'b') throw new Error(`moe: FP8 experts of two kinds (${a}, ${b})`);
+  return a;
 }
 
 function tileRows(BT: number): '16' | '32' | '64' {

@@ -34,9 +34,11 @@
 // M and N; the MoE kernels by test/gpu/fp8-check.ts through moe().
 #include "common.cuh"
 #include "mma.cuh"
+#include "fp8.cuh"
 
 #define SK_ROWB 128
-enum SkWeight { SK_BF16 = 0, SK_BLK = 1, SK_MX = 2 };
+// SK_Q8: block FP8 weights on the E4M3 tensor cores, x split exactly into two E4M3 terms.
+enum SkWeight { SK_BF16 = 0, SK_BLK = 1, SK_MX = 2, SK_Q8 = 3 };
 enum SkMode { SK_PLAIN = 0, SK_GU = 1, SK_DOWN = 2 };
 
 __device__ __forceinline__ unsigned bf2_fma(unsigned a, unsigned b, unsigned c) {
@@ -71,6 +73,59 @@ __device__ __forceinline__ float ld_cg(const float* p) {
 __device__ __forceinline__ uint4 lds128(const unsigned char* p) {
   return *reinterpret_cast<const uint4*>(p);
 }
+/** A 4-byte cp.async (L1-allocating .ca: 4 and 8 bytes cannot bypass it), zero-filled if !valid. */
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const int sz = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(sz));
+}
+/** c += a . b on E4M3 operands (m16n8k32, fp32 accumulation; registers as mma16816's). */
+__device__ __forceinline__ void mma_e4m3(float* c, unsigned a0, unsigned a1, unsigned a2,
+                                         unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Q8, one stage: part[mi][f] += the stage's 128 inputs of weight rows (slots) x token rows.
+// Thread t reads its 16-byte unit 4ch+t of rows g and g+8 (16 codes each); words p, p+1 of
+// the unit are A's two k halves (a0/a2 row g, a1/a3 row g+8) of two MMAs, one against x's hi
+// codes of the same 8 inputs, one against its lo codes; the k order is the same permutation
+// for A and B. x rows hold 8 hi units then 8 lo units, unit u at u ^ ((r & 1) << 2).
+template <int NF>
+__device__ __forceinline__ void q8Stage(float (*part)[NF][4], const unsigned char* st,
+                                        const int* slotA, int g, int t) {
+  constexpr int NM = 2, A_BYTES = 64 * NM * SK_ROWB, XB = 256;
+#pragma unroll
+  for (int ch = 0; ch < 2; ch++) {
+    uint4 w[NM][2];
+#pragma unroll
+    for (int mi = 0; mi < NM; mi++) {
+      const int s = slotA[mi], u = (4 * ch + t) ^ ((s & 1) << 2);
+      w[mi][0] = lds128(st + s * SK_ROWB + u * 16);
+      w[mi][1] = lds128(st + (s + 8) * SK_ROWB + u * 16);
+    }
+#pragma unroll
+    for (int f = 0; f < NF; f++) {
+      const int r = f * 8 + g, sw = (r & 1) << 2;
+      const unsigned char* xr = st + A_BYTES + r * XB;
+      const uint4 h = lds128(xr + ((4 * ch + t) ^ sw) * 16);
+      const uint4 l = lds128(xr + ((8 + 4 * ch + t) ^ sw) * 16);
+      const unsigned hv[4] = {h.x, h.y, h.z, h.w}, lv[4] = {l.x, l.y, l.z, l.w};
+#pragma unroll
+      for (int mi = 0; mi < NM; mi++) {
+        const unsigned w0[4] = {w[mi][0].x, w[mi][0].y, w[mi][0].z, w[mi][0].w};
+        const unsigned w1[4] = {w[mi][1].x, w[mi][1].y, w[mi][1].z, w[mi][1].w};
+#pragma unroll
+        for (int p = 0; p < 4; p += 2) {
+          mma_e4m3(part[mi][f], w0[p], w1[p], w0[p + 1], w1[p + 1], hv[p], hv[p + 1]);
+          mma_e4m3(part[mi][f], w0[p], w1[p], w0[p + 1], w1[p + 1], lv[p], lv[p + 1]);
+        }
+      }
+    }
+  }
+}
 
 template <int WT, int NF>
 struct SkShape {
@@ -85,14 +140,17 @@ struct SkShape {
 // m-tile 0 the gate rows n0 + w*16 + r, m-tile 1 the up rows (upOffset further).
 template <int WT, int NF, int MODE>
 __device__ void skinny(const unsigned char* __restrict__ W, const void* __restrict__ S, int G,
-                       const bf16_t* __restrict__ X, const int* perm, int Kw, const int* offsets,
+                       const bf16_t* __restrict__ X, const float* __restrict__ XS, const int* perm,
+                       int Kw, const int* offsets,
                        const int* tileExpert, const int* tileStart, const int* numTiles, int M,
                        int K, int Nvalid, int rowsPerExpert, int upOffset, void* outp, bool outF32,
                        float* part, int* counters, const float* rw, float alpha, float limit) {
   using Sh = SkShape<WT, NF>;
   constexpr int NM = 2, SLOTS = 64 * NM, WB = Sh::WB, BK = Sh::BK, XB = Sh::XB;
   constexpr int STAGES = Sh::STAGES, STEPS = Sh::STEPS;
-  constexpr int A_BYTES = SLOTS * SK_ROWB, STAGE_BYTES = A_BYTES + NF * 8 * XB;
+  // Q8 stages end with the token rows' x scales of the stage's 128 inputs (f32 each).
+  constexpr int A_BYTES = SLOTS * SK_ROWB, XS_AT = A_BYTES + NF * 8 * XB;
+  constexpr int STAGE_BYTES = XS_AT + (WT == SK_Q8 ? NF * 8 * 4 : 0);
   constexpr bool GU = MODE == SK_GU;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int isLast;
@@ -114,6 +172,7 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     return (long long)e * rowsPerExpert + n + (GU && ((s >> 4) & 1) ? upOffset : 0);
   };
 
+  constexpr bool Q8 = WT == SK_Q8, BLKS = WT == SK_BLK || Q8;  // BLKS: f32 scale per tile
   const int Kg = WT == SK_BF16 ? 1 : (K + G - 1) / G;
   const int KT = K / BK, nsplit = gridDim.z, z = blockIdx.z;
   const int kt0 = (int)((long long)z * KT / nsplit), kt1 = (int)((long long)(z + 1) * KT / nsplit);
@@ -130,8 +189,10 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     aSrc[j] = W + slotRow(s) * (long long)K * WB + (c & 7) * 16;
   }
   // x: NF*8 token rows x XB/16 units; FP8 rows (16 units) land at u ^ (r & 1), bf16 rows
-  // (8 units) at u ^ ((r & 1) << 2).
+  // (8 units) and Q8 rows (8 hi units, 8 lo units) at u ^ ((r & 1) << 2). Q8's x is the split
+  // buffer (two E4M3 bytes per input, skinny_split_x), addressed as 2-byte elements like bf16.
   constexpr int XU = XB / 16, XCH = NF * 8 * XU, XJ = (XCH + 127) / 128;
+  constexpr int XSW = (XU == 16 && !Q8) ? 1 : 4;
   const bf16_t* xSrc[XJ];
   bool xOk[XJ];
 #pragma unroll
@@ -141,6 +202,14 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     long long src = 0;
     if (xOk[j]) src = (MODE == SK_GU ? (long long)(perm[row] / Kw) : (long long)row) * K;
     xSrc[j] = X + src + (c % XU) * 8;
+  }
+  // Q8: thread tid < NF*8 copies token row r0 + tid's x scale of each stage.
+  const float* xsSrc = XS;
+  bool xsOk = false;
+  if (Q8 && tid < NF * 8 && r0 + tid < rEnd) {
+    const int row = r0 + tid;
+    xsOk = true;
+    xsSrc = XS + (long long)(MODE == SK_GU ? perm[row] / Kw : row) * (K / 128);
   }
   auto load = [&](int stage, int kt) {
     unsigned char* st = smem_raw + stage * STAGE_BYTES;
@@ -152,9 +221,10 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
 #pragma unroll
     for (int j = 0; j < XJ; j++) {
       const int c = tid + 128 * j, r = c / XU;
-      const int u = (c % XU) ^ (XU == 16 ? (r & 1) : ((r & 1) << 2));
+      const int u = (c % XU) ^ (XSW == 1 ? (r & 1) : ((r & 1) << 2));
       if (c < XCH) cp_async16(st + A_BYTES + r * XB + u * 16, xSrc[j] + (long long)kt * BK, xOk[j]);
     }
+    if (Q8 && tid < NF * 8) cp_async4(st + XS_AT + tid * 4, xsSrc + kt, xsOk);
   };
 
   // Fragment slots of this thread: m-tile mi rows g (a0/a2) and g+8 (a1/a3).
@@ -183,7 +253,7 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
   for (int kt = kt0; kt < kt1; kt++) {
     // Block FP8: this tile's row scales, loaded before the barrier so the wait hides them.
     float sc[NM][2];
-    if constexpr (WT == SK_BLK) {
+    if constexpr (BLKS) {
       const float* sf = reinterpret_cast<const float*>(S);
 #pragma unroll
       for (int mi = 0; mi < NM; mi++)
@@ -196,8 +266,8 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     if (nxt < kt1) load((nxt - kt0) % STAGES, nxt);
     cp_commit();
     const unsigned char* st = smem_raw + ((kt - kt0) % STAGES) * STAGE_BYTES;
-    float(*dst)[NF][4] = WT == SK_BLK ? part_ : acc;
-    if (WT == SK_BLK) {
+    float(*dst)[NF][4] = BLKS ? part_ : acc;
+    if (BLKS) {
 #pragma unroll
       for (int mi = 0; mi < NM; mi++)
 #pragma unroll
@@ -205,8 +275,9 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
 #pragma unroll
           for (int q = 0; q < 4; q++) part_[mi][f][q] = 0.f;
     }
+    if constexpr (Q8) q8Stage<NF>(part_, st, slotA, g, t);
 #pragma unroll
-    for (int ch = 0; ch < 2; ch++) {
+    for (int ch = 0; ch < 2 && !Q8; ch++) {
       // A fragments for STEPS k16 steps of both m-tiles from one 16-byte slice per row.
       unsigned a[NM][STEPS][4];
 #pragma unroll
@@ -290,6 +361,19 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
           for (int q = 0; q < 4; q++) acc[mi][f][q] += (q < 2 ? s0 : s1) * part_[mi][f][q];
       }
     }
+    if constexpr (Q8) {
+      // The weight rows' block scales times the token rows' x scales (C columns 2t, 2t+1).
+      const float* xs = reinterpret_cast<const float*>(st + XS_AT);
+#pragma unroll
+      for (int f = 0; f < NF; f++) {
+        const float2 x2 = *reinterpret_cast<const float2*>(xs + f * 8 + 2 * t);
+#pragma unroll
+        for (int mi = 0; mi < NM; mi++)
+#pragma unroll
+          for (int q = 0; q < 4; q++)
+            acc[mi][f][q] += sc[mi][q >> 1] * (q & 1 ? x2.y : x2.x) * part_[mi][f][q];
+      }
+    }
   }
   cp_wait<0>();
 
@@ -330,8 +414,19 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     const int row = i / SLOTS, n = n0 + i % SLOTS;
     if (n >= Nvalid) continue;
     const long long o = (long long)row * Nvalid + n;
+    // Eight L2 reads in flight before their sums (in split order: deterministic).
+    const float* pp = part + o;
+    const long long step = (long long)M * Nvalid;
     float v = 0.f;
-    for (int p = 0; p < nsplit; p++) v += ld_cg(part + (long long)p * M * Nvalid + o);
+    int p = 0;
+    for (; p + 8 <= nsplit; p += 8) {
+      float r[8];
+#pragma unroll
+      for (int j = 0; j < 8; j++) r[j] = ld_cg(pp + (p + j) * step);
+#pragma unroll
+      for (int j = 0; j < 8; j++) v += r[j];
+    }
+    for (; p < nsplit; p++) v += ld_cg(pp + p * step);
     if (outF32)
       reinterpret_cast<float*>(outp)[o] = v;
     else
@@ -340,12 +435,13 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
   if (tid == 0) counters[blockIdx.x] = 0;
 }
 
-#define SK_DENSE(WN, WTV, O, OF, NF)                                                           \
-  extern "C" __global__ void __launch_bounds__(128) skinny_##WN##_##O##_##NF(                  \
-      const unsigned char* W, const void* S, int G, const bf16_t* x, int M, int N, int K,      \
-      void* out, float* part, int* counters) {                                                 \
-    skinny<WTV, NF, SK_PLAIN>(W, S, G, x, nullptr, 1, nullptr, nullptr, nullptr, nullptr, M, K, \
-                              N, N, 0, out, OF, part, counters, nullptr, 0.f, 0.f);            \
+// Every variant takes xs (Q8: the x scales of skinny_split_x; the others ignore it).
+#define SK_DENSE(WN, WTV, O, OF, NF)                                                          \
+  extern "C" __global__ void __launch_bounds__(128) skinny_##WN##_##O##_##NF(                 \
+      const unsigned char* W, const void* S, int G, const bf16_t* x, const float* xs, int M,  \
+      int N, int K, void* out, float* part, int* counters) {                                  \
+    skinny<WTV, NF, SK_PLAIN>(W, S, G, x, xs, nullptr, 1, nullptr, nullptr, nullptr, nullptr, \
+                              M, K, N, N, 0, out, OF, part, counters, nullptr, 0.f, 0.f);     \
   }
 #define SK_DENSE_NF(WN, WTV, O, OF) \
   SK_DENSE(WN, WTV, O, OF, 1) SK_DENSE(WN, WTV, O, OF, 2) SK_DENSE(WN, WTV, O, OF, 4) \
@@ -356,23 +452,25 @@ SK_DENSE_NF(blk, SK_BLK, b, false)
 SK_DENSE_NF(blk, SK_BLK, f, true)
 SK_DENSE_NF(mx, SK_MX, b, false)
 SK_DENSE_NF(mx, SK_MX, f, true)
+SK_DENSE_NF(q8, SK_Q8, b, false)
+SK_DENSE_NF(q8, SK_Q8, f, true)
 
-#define SK_MOE(F, WTV, BT)                                                                       \
-  extern "C" __global__ void __launch_bounds__(128) skinny_gu_##F##_##BT(                        \
-      const unsigned char* W, const void* S, int G, const bf16_t* x, const int* perm, int Kw,    \
-      const int* offsets, const int* tileExpert, const int* tileStart, const int* numTiles,      \
-      int D, int I, bf16_t* act, float alpha, float limit) {                                     \
-    skinny<WTV, BT / 8, SK_GU>(W, S, G, x, perm, Kw, offsets, tileExpert, tileStart, numTiles, 0, \
-                               D, I, 2 * I, I, act, false, nullptr, nullptr, nullptr, alpha,     \
-                               limit);                                                           \
-  }                                                                                              \
-  extern "C" __global__ void __launch_bounds__(128) skinny_down_##F##_##BT(                      \
-      const unsigned char* W, const void* S, int G, const bf16_t* act, const int* perm, int Kw,  \
-      const int* offsets, const int* tileExpert, const int* tileStart, const int* numTiles,      \
-      int I, int D, float* y, const float* rw) {                                                 \
-    skinny<WTV, BT / 8, SK_DOWN>(W, S, G, act, perm, Kw, offsets, tileExpert, tileStart,         \
-                                 numTiles, 0, I, D, D, 0, y, true, nullptr, nullptr, rw, 0.f,    \
-                                 0.f);                                                           \
+#define SK_MOE(F, WTV, BT)                                                                     \
+  extern "C" __global__ void __launch_bounds__(128) skinny_gu_##F##_##BT(                      \
+      const unsigned char* W, const void* S, int G, const bf16_t* x, const float* xs,          \
+      const int* perm, int Kw, const int* offsets, const int* tileExpert, const int* tileStart, \
+      const int* numTiles, int D, int I, bf16_t* act, float alpha, float limit) {              \
+    skinny<WTV, BT / 8, SK_GU>(W, S, G, x, xs, perm, Kw, offsets, tileExpert, tileStart,       \
+                               numTiles, 0, D, I, 2 * I, I, act, false, nullptr, nullptr,      \
+                               nullptr, alpha, limit);                                         \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(128) skinny_down_##F##_##BT(                    \
+      const unsigned char* W, const void* S, int G, const bf16_t* act, const float* xs,        \
+      const int* perm, int Kw, const int* offsets, const int* tileExpert, const int* tileStart, \
+      const int* numTiles, int I, int D, float* y, const float* rw) {                          \
+    skinny<WTV, BT / 8, SK_DOWN>(W, S, G, act, xs, perm, Kw, offsets, tileExpert, tileStart,   \
+                                 numTiles, 0, I, D, D, 0, y, true, nullptr, nullptr, rw, 0.f,  \
+                                 0.f);                                                         \
   }
 SK_MOE(blk, SK_BLK, 16)
 SK_MOE(blk, SK_BLK, 32)
@@ -380,3 +478,41 @@ SK_MOE(blk, SK_BLK, 64)
 SK_MOE(mx, SK_MX, 16)
 SK_MOE(mx, SK_MX, 32)
 SK_MOE(mx, SK_MX, 64)
+SK_MOE(q8, SK_Q8, 16)
+SK_MOE(q8, SK_Q8, 32)
+SK_MOE(q8, SK_Q8, 64)
+
+// x [rows, K] bf16 split for Q8, one warp per 128 inputs of a row (group gi = row * K/128 + kt):
+// s = 2^(e-8) with amax = m * 2^e, m in [0.5, 1) (so amax / s in [128, 256)); v = x / s
+// (exact); hi = E4M3(v), lo = E4M3(v - hi) (round to nearest even). hi + lo = v exactly when
+// |v| >= 1/4 (v has bf16's 8 significant bits, hi the top 4, the rest fits lo), else within
+// 2^-10: |(hi + lo) s - x| <= amax * 2^-17 for every element. xq[gi] = 128 hi then 128 lo
+// codes, xs[gi] = s. NaN stays NaN (its code); an infinite amax makes s NaN.
+// grid ceil(rows * K/128 / 8), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+    skinny_split_x(const bf16_t* x, int rows, int K, unsigned char* xq, float* xs) {
+  const long long gi = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (gi >= (long long)rows * (K / 128)) return;
+  const int lane = threadIdx.x & 31;
+  const uint2 raw = *reinterpret_cast<const uint2*>(x + gi * 128 + lane * 4);
+  const float v[4] = {__uint_as_float(raw.x << 16), __uint_as_float(raw.x & 0xffff0000u),
+                      __uint_as_float(raw.y << 16), __uint_as_float(raw.y & 0xffff0000u)};
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; i++) amax = fmaxf(amax, fabsf(v[i]));
+  amax = warp_max(amax);
+  int e = 0;
+  if (amax > 0.f && amax <= 3.402823466e38f) frexpf(amax, &e);
+  const int E = amax > 0.f ? e - 8 : 0;
+  unsigned hi = 0, lo = 0;
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float sv = ldexpf(v[i], -E);
+    const e4m3_t h = f32_to_e4m3(sv);
+    hi |= (unsigned)h << (8 * i);
+    lo |= (unsigned)f32_to_e4m3(sv - e4m3_to_f32(h)) << (8 * i);
+  }
+  reinterpret_cast<unsigned*>(xq + gi * 256)[lane] = hi;
+  reinterpret_cast<unsigned*>(xq + gi * 256 + 128)[lane] = lo;
+  if (lane == 0) xs[gi] = amax > 3.402823466e38f ? __uint_as_float(0x7fc00000u) : ldexpf(1.f, E);
+}
