@@ -53,9 +53,9 @@ describe('kernel declarations against the .cu sources', () => {
   });
 
   it('a changed parameter fails the check (the reader sees types, names and order)', () => {
-    const src = SOURCE.get('moe')!.get('gemm_skinny_b_16')!;
-    expect(src.params).not.toEqual(Object.entries({ ...TABLE.GEMM_SKINNY.args, M: 'i64' }));
-    expect(src.params.map(([n]) => n)).toEqual(['W', 'x', 'M', 'N', 'K', 'out']);
+    const src = SOURCE.get('skinny-gemm')!.get('skinny_split_x')!;
+    expect(src.params).not.toEqual(Object.entries({ ...TABLE.SKINNY_SPLIT.args, rows: 'i64' }));
+    expect(src.params.map(([n]) => n)).toEqual(['x', 'rows', 'K', 'xq', 'xs']);
   });
 
   it('launches go through launchKernel only (no string-typed launch sites)', () => {

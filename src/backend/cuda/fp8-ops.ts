@@ -1,38 +1,18 @@
 /**
- * Launchers for kernels/fp8-gemm.cu (see its header): FP8 weights (W8A16) in dense GEMMs and
- * the MoE expert GEMMs, dequantization (prefill and odd shapes) and block-FP8 quantization.
+ * Launchers for kernels/fp8-gemm.cu (see its header): FP8 weights read as values
+ * (dequantization for prefill and odd shapes, the embedding lookup) and block-FP8
+ * quantization. The FP8 GEMMs are skinny-gemm.ts's.
  */
-import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { launchKernel } from './kernel-launch.js';
-import {
-  FP8_DEQUANT,
-  FP8_DOWN,
-  FP8_EMBEDDING,
-  FP8_GEMM,
-  FP8_GU,
-  FP8_QUANTIZE,
-} from './kernel-table.js';
-import type { MoePlan } from './moe-ops.js';
+import { FP8_DEQUANT, FP8_EMBEDDING, FP8_QUANTIZE } from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
-const F8_STAGES = 4;
 const F8_BK = 128;
-const F8_PITCH = F8_BK + 8;
-
-/** Dynamic shared memory of an FP8 MMA kernel with `na` weight matrices and BT token rows. */
-function smem(na: number, BT: number): number {
-  return F8_STAGES * (na * 64 * F8_BK + BT * F8_PITCH * 2) + na * 64 * F8_PITCH * 2;
-}
-
-function tile(BT: number): '16' | '32' | '64' {
-  if (BT === 16 || BT === 32 || BT === 64) return `${BT}`;
-  throw new Error(`fp8: no kernel for tiles of ${BT} rows`);
-}
 
 /**
- * True when the MMA kernels take `w` with K inputs: whole 128-input tiles, and scale groups
- * that a tile's scale handling covers (block: multiples of 128; MX: of 16).
+ * True when skinny-gemm.cu's FP8 kernels take `w` with K inputs: whole 128-input stages, and
+ * scale groups that a stage's scale handling covers (block: multiples of 128; MX: of 16).
  */
 export function fp8MmaFits(w: CudaFp8Weight, K: number): boolean {
   const g = w.scaling.group;
@@ -72,89 +52,6 @@ export function fp8Embedding(
     `fp8_embedding_${outL}_${w.flavour}`,
     { grid: [T, 1, 1], block: [256, 1, 1] },
     { out, W: w.ptr, S: w.scales.ptr, G: w.scaling.group, ids, D: w.shape[1]! },
-  );
-}
-
-/** Dense out[M, N] = x[M, K] (bf16) · w^T for M ≤ 64; false when the shape does not suit it. */
-export function fp8SkinnyGemm(
-  ctx: OpContext,
-  out: number,
-  outF32: boolean,
-  x: number,
-  w: CudaFp8Weight,
-  M: number,
-): boolean {
-  const [N, K] = w.shape as [number, number];
-  if (M > 64 || !fp8MmaFits(w, K)) return false;
-  const BT = M <= 16 ? 16 : M <= 32 ? 32 : 64;
-  launchKernel(
-    ctx,
-    FP8_GEMM,
-    `fp8_gemm_${outF32 ? 'f' : 'b'}_${w.flavour}_${tile(BT)}`,
-    { grid: [Math.ceil(N / 64), Math.ceil(M / BT), 1], block: [128, 1, 1], smem: smem(1, BT) },
-    { W: w.ptr, S: w.scales.ptr, G: w.scaling.group, x, M, N, K, out },
-  );
-  return true;
-}
-
-/** The MoE's fused gate|up + SwiGLU and down GEMMs on FP8 experts (moe-ops.ts mmaGemms). */
-export function fp8MoeGemms(
-  ctx: OpContext,
-  p: MoePlan,
-  gu: CudaFp8Weight,
-  x: number,
-  dn: CudaFp8Weight,
-  w: number,
-  o: MoeOptions,
-): void {
-  const { buf: b, BT, D, I, Kw } = p;
-  if (p.maxTiles > 65535)
-    throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
-  const tiles = {
-    offsets: b.offsets,
-    tileExpert: b.tileExpert,
-    tileStart: b.tileStart,
-    numTiles: b.numTiles,
-  };
-  const rows = tile(BT);
-  launchKernel(
-    ctx,
-    FP8_GU,
-    `fp8_gu_${gu.flavour}_${rows}`,
-    { grid: [Math.ceil(I / 64), p.maxTiles, 1], block: [128, 1, 1], smem: smem(2, BT) },
-    {
-      W: gu.ptr,
-      S: gu.scales.ptr,
-      G: gu.scaling.group,
-      x,
-      perm: b.perm,
-      Kw,
-      ...tiles,
-      D,
-      I,
-      act: b.act,
-      alpha: o.alpha,
-      limit: o.limit,
-    },
-  );
-  launchKernel(
-    ctx,
-    FP8_DOWN,
-    `fp8_down_${dn.flavour}_${rows}`,
-    { grid: [Math.ceil(D / 64), p.maxTiles, 1], block: [128, 1, 1], smem: smem(1, BT) },
-    {
-      W: dn.ptr,
-      S: dn.scales.ptr,
-      G: dn.scaling.group,
-      act: b.act,
-      perm: b.perm,
-      Kw,
-      ...tiles,
-      I,
-      D,
-      y: b.y,
-      rw: w,
-    },
   );
 }
 

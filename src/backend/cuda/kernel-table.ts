@@ -188,12 +188,6 @@ export const MOE_MMA_DOWN = kernel({
   },
   launch: 'grid (ceil(D/64), maxTiles), block 128, dyn smem STAGES*(64+BT)*PITCH*2',
 });
-export const GEMM_SKINNY = kernel({
-  file: 'moe',
-  names: [...variants('gemm_skinny_b_', TILE_ROWS), ...variants('gemm_skinny_f_', TILE_ROWS)],
-  args: { W: 'ptr', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
-  launch: 'grid (ceil(N/64), ceil(M/BT)), block 128, dyn smem STAGES*(64+BT)*PITCH*2',
-});
 export const MOE_GU_SCALAR = kernel({
   file: 'moe',
   names: variants('moe_gu_scalar_', TWO_TYPES),
@@ -349,47 +343,6 @@ export const GEMM_RS_REDUCE = kernel({
 
 // ------------------------------------------------------------------ kernels/fp8-gemm.cu
 const FP8_FLAVOURS = ['blk', 'mx'] as const;
-const FP8_TILES = FP8_FLAVOURS.flatMap((f) => TILE_ROWS.map((t) => `${f}_${t}` as const));
-const FP8_W = { W: 'ptr', S: 'ptr', G: 'i32' } as const;
-export const FP8_GU = kernel({
-  file: 'fp8-gemm',
-  names: variants('fp8_gu_', FP8_TILES),
-  args: {
-    ...FP8_W,
-    x: 'ptr',
-    perm: 'ptr',
-    Kw: 'i32',
-    ...MOE_TILES,
-    D: 'i32',
-    I: 'i32',
-    act: 'ptr',
-    alpha: 'f32',
-    limit: 'f32',
-  },
-  launch: 'grid (ceil(I/64), maxTiles), block 128, dyn smem STAGES*(2*64*128+BT*136*2)+2*64*136*2',
-});
-export const FP8_DOWN = kernel({
-  file: 'fp8-gemm',
-  names: variants('fp8_down_', FP8_TILES),
-  args: {
-    ...FP8_W,
-    act: 'ptr',
-    perm: 'ptr',
-    Kw: 'i32',
-    ...MOE_TILES,
-    I: 'i32',
-    D: 'i32',
-    y: 'ptr',
-    rw: 'ptr',
-  },
-  launch: 'grid (ceil(D/64), maxTiles), block 128, dyn smem STAGES*(64*128+BT*136*2)+64*136*2',
-});
-export const FP8_GEMM = kernel({
-  file: 'fp8-gemm',
-  names: [...variants('fp8_gemm_b_', FP8_TILES), ...variants('fp8_gemm_f_', FP8_TILES)],
-  args: { ...FP8_W, x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
-  launch: 'grid (ceil(N/64), ceil(M/BT)), block 128, dyn smem STAGES*(64*128+BT*136*2)+64*136*2',
-});
 export const FP8_DEQUANT = kernel({
   file: 'fp8-gemm',
   names: [...variants('fp8_dequant_b_', FP8_FLAVOURS), ...variants('fp8_dequant_f_', FP8_FLAVOURS)],

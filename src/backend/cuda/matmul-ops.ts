@@ -12,8 +12,7 @@ import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { cuda, type CudaTensor } from './cuda-tensor.js';
 import * as ew from './elementwise-ops.js';
 import { fp8Dequantize } from './fp8-ops.js';
-import { skinnyGemm } from './moe-ops.js';
-import { bf16Operand, fp8Operand, skinnyGemm as splitSkinnyGemm } from './skinny-gemm.js';
+import { bf16Operand, fp8Operand, skinnyGemm } from './skinny-gemm.js';
 import type { OpContext } from './op-context.js';
 
 export function matmul(
@@ -56,10 +55,8 @@ export function matmul(
     return;
   }
   if (inType === 'bf16' && skinny && M <= 64) {
-    // Decode: the split-K streaming kernel (any N), else the older 64-row kernel (N >= 2048).
-    const f32 = o.dtype === 'f32';
-    if (splitSkinnyGemm(ctx, o.ptr, f32, xp, bf16Operand(wi.ptr), M, N, K)) return;
-    if (skinnyGemm(ctx, o.ptr, f32, xp, wi.ptr, M, N, K)) return;
+    // Decode: the split-K streaming kernel.
+    if (skinnyGemm(ctx, o.ptr, o.dtype === 'f32', xp, bf16Operand(wi.ptr), M, N, K)) return;
   }
   gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
 }
@@ -107,7 +104,7 @@ function fp8SkinnyRows(
   for (let r = 0; r < M; r += 64) {
     const m = Math.min(64, M - r);
     const out = o.ptr + r * N * (f32 ? 4 : 2);
-    if (!splitSkinnyGemm(ctx, out, f32, x + r * K * 2, op, m, N, K)) return false;
+    if (!skinnyGemm(ctx, out, f32, x + r * K * 2, op, m, N, K)) return false;
   }
   return true;
 }

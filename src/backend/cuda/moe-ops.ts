@@ -6,7 +6,6 @@ import { cuda, CudaTensor, letter } from './cuda-tensor.js';
 import type { TypeLetter } from './kernel-decl.js';
 import { launchKernel } from './kernel-launch.js';
 import {
-  GEMM_SKINNY,
   MOE_COMBINE,
   MOE_COUNT,
   MOE_DOWN_SCALAR,
@@ -416,34 +415,4 @@ function combine(ctx: OpContext, xo: CudaTensor, p: MoePlan): void {
     { grid: [p.T, 1, 1], block: [256, 1, 1] },
     { out: xo.ptr, y: p.buf.y, slotRow: p.buf.slotRow, Kw: p.Kw, D: p.D },
   );
-}
-
-/**
- * Dense out[M, N] = x[M, K] . w[N, K]^T for small M on the tensor-core streaming kernel
- * (bf16 operands, bf16 or f32 out). Returns false when the shape does not suit it.
- */
-export function skinnyGemm(
-  ctx: OpContext,
-  out: number,
-  outF32: boolean,
-  x: number,
-  w: number,
-  M: number,
-  N: number,
-  K: number,
-): boolean {
-  if (M > 64 || K % 64 !== 0 || N < 2048) return false;
-  const BT = M <= 16 ? 16 : M <= 32 ? 32 : 64;
-  launchKernel(
-    ctx,
-    GEMM_SKINNY,
-    `gemm_skinny_${outF32 ? 'f' : 'b'}_${tileName(BT)}`,
-    {
-      grid: [Math.ceil(N / 64), Math.ceil(M / BT), 1],
-      block: [128, 1, 1],
-      smem: MMA_STAGES * (64 + BT) * MMA_PITCH * 2,
-    },
-    { W: w, x, M, N, K, out },
-  );
-  return true;
 }

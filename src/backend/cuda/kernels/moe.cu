@@ -7,8 +7,6 @@
 //                     + SwiGLU-OAI -> act [rows, I] bf16 (tensor cores, mma.sync m16n8k16)
 //   moe_mma_down_<BT> grid (ceil(D/64), maxTiles), block 128: y[row] = w * act[row] . down^T (f32)
 //   moe_combine_<o>   grid (T), block 256: out[t] = sum_j y[slotRow[t, j]] in slot order
-//   gemm_skinny_<o>_<BT> grid (ceil(N/64), ceil(M/BT)), block 128: the same tensor-core loop as a
-//                     dense out[M, N] = x . W^T for small M (decode projections), bf16 or f32 out
 // Scalar fallbacks (any dtype, any K) moe_gu_scalar_* / moe_down_scalar_*: grid (ceil(N/8),
 // maxRows), block 256, one warp per output element.
 // Tested by test/gpu/gpu-check.ts (op comparisons against the CPU backend, real-size model).
@@ -61,9 +59,8 @@ extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, con
 #define STAGES 4
 
 // One block: 64 weight rows (x2 matrices when GU: gate rows i and up rows I+i) x BT token rows.
-// W [E, rowsPerExpert, K] bf16; B rows come from x[perm[r]/Kw] (GU), act[r] (DOWN) or x[r]
-// (PLAIN: a dense skinny GEMM out[M, N] = x . W^T, M = Kw, tile = blockIdx.y * BT).
-enum MmaMode { GU = 0, DOWN = 1, PLAIN_B = 2, PLAIN_F = 3 };
+// W [E, rowsPerExpert, K] bf16; B rows come from x[perm[r]/Kw] (GU) or act[r] (DOWN).
+enum MmaMode { GU = 0, DOWN = 1 };
 template <int BT, int MODE>
 __device__ void moe_mma(const bf16_t* __restrict__ W, const bf16_t* __restrict__ Bsrc,
                         const int* perm, int Kw, const int* offsets, const int* tileExpert,
@@ -77,16 +74,9 @@ __device__ void moe_mma(const bf16_t* __restrict__ W, const bf16_t* __restrict__
   bf16_t* smem = reinterpret_cast<bf16_t*>(smem_raw);
   const int stageElems = (NA * 64 + BT) * PITCH;
   const int tile = blockIdx.y;
-  int e = 0, r0, rEnd;
-  if (MODE >= PLAIN_B) {
-    r0 = tile * BT;
-    rEnd = min(r0 + BT, Kw);
-  } else {
-    if (tile >= *numTiles) return;
-    e = tileExpert[tile];
-    r0 = tileStart[tile];
-    rEnd = min(r0 + BT, offsets[e + 1]);
-  }
+  if (tile >= *numTiles) return;
+  const int e = tileExpert[tile], r0 = tileStart[tile];
+  const int rEnd = min(r0 + BT, offsets[e + 1]);
   const int n0 = blockIdx.x * 64;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
@@ -186,10 +176,6 @@ __device__ void moe_mma(const bf16_t* __restrict__ W, const bf16_t* __restrict__
       if (GU) {
         const float v = swiglu_oai(acc[0][f][q], acc[NA - 1][f][q], alpha, limit);
         reinterpret_cast<bf16_t*>(outp)[(long long)row * Nvalid + n] = f2bf(v);
-      } else if (MODE == PLAIN_B) {
-        reinterpret_cast<bf16_t*>(outp)[(long long)row * Nvalid + n] = f2bf(acc[0][f][q]);
-      } else if (MODE == PLAIN_F) {
-        reinterpret_cast<float*>(outp)[(long long)row * Nvalid + n] = acc[0][f][q];
       } else {
         reinterpret_cast<float*>(outp)[(long long)row * Nvalid + n] = acc[0][f][q] * rw[perm[row]];
       }
@@ -211,16 +197,6 @@ __device__ void moe_mma(const bf16_t* __restrict__ W, const bf16_t* __restrict__
       const float* rw) {                                                                      \
     moe_mma<BT, DOWN>(W, act, perm, Kw, offsets, tileExpert, tileStart, numTiles, I, D, D, 0, \
                        y, rw, 0.f, 0.f);                                                      \
-  }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(128) gemm_skinny_b_##BT(                       \
-      const bf16_t* W, const bf16_t* x, int M, int N, int K, bf16_t* out) {                   \
-    moe_mma<BT, PLAIN_B>(W, x, nullptr, M, nullptr, nullptr, nullptr, nullptr, K, N, N, 0, out, \
-                         nullptr, 0.f, 0.f);                                                  \
-  }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(128) gemm_skinny_f_##BT(                       \
-      const bf16_t* W, const bf16_t* x, int M, int N, int K, float* out) {                    \
-    moe_mma<BT, PLAIN_F>(W, x, nullptr, M, nullptr, nullptr, nullptr, nullptr, K, N, N, 0, out, \
-                         nullptr, 0.f, 0.f);                                                  \
   }
 MOE_MMA(16)
 MOE_MMA(32)
