@@ -1,8 +1,8 @@
 /**
- * Dense out[M, N] = x[M, K] . w[N, K]^T on the CUDA backend: small-M bf16 GEMMs on the
- * split-K streaming kernel (skinny-gemm.ts), FP8 weights on its W8A16 variant
- * (decode) or dequantized for cuBLAS (prefill), everything else on cuBLAS, with the f32 router
- * on bf16 activations converted first.
+ * Dense out[M, N] = x[M, K] . w[N, K]^T on the CUDA backend: small bf16 decode GEMMs on the
+ * split-K streaming kernel (skinny-gemm.ts), FP8 weights on its FP8 variants (decode: block
+ * FP8 on the E4M3 tensor cores, MXFP8 widened) or dequantized for cuBLAS (prefill), everything
+ * else on cuBLAS, with the f32 router on bf16 activations converted first.
  */
 import { DTYPE_BYTES } from '../../tensor/dtype.js';
 import { numel, shapeStr } from '../../tensor/shape.js';
@@ -54,15 +54,22 @@ export function matmul(
     ew.convert(ctx, o.ptr, 'b', tmp, 'f', M * N);
     return;
   }
-  if (inType === 'bf16' && skinny && M <= 64) {
-    // Decode: the split-K streaming kernel.
+  if (inType === 'bf16' && skinny && M <= 64 && N * K * 2 <= BF16_SKINNY_MAX_BYTES) {
     if (skinnyGemm(ctx, o.ptr, o.dtype === 'f32', xp, bf16Operand(wi.ptr), M, N, K)) return;
   }
   gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
 }
 
 /**
- * x · w^T with an FP8 weight: M ≤ 256 (decode) on the W8A16 skinny kernel (skinny-gemm.ts),
+ * bf16 decode GEMMs up to this many weight bytes (k/v projections: 6.3 MB, a handful of
+ * column blocks that split-K spreads over the GPU) run on the split-K kernel; larger ones on
+ * cuBLAS, which streams bf16 faster at every decode M (W1's skinny-bench: LM head M = 1
+ * 0.603 vs 0.666 ms, dense gate|up M = 32 0.088 vs 0.128 ms).
+ */
+const BF16_SKINNY_MAX_BYTES = 16 << 20;
+
+/**
+ * x · w^T with an FP8 weight: M ≤ 256 (decode) on the FP8 skinny kernels (skinny-gemm.ts),
  * which reads the codes once per 64 rows; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
  */
 function matmulFp8(
