@@ -14,24 +14,35 @@
 // under/overflow). Block FP8 applies its f32 scale to each 128-input tile's fp32 partial sums:
 // out = sum_tiles s[row, tile] * (x_tile . codes_tile) = x . (codes * s), what the CPU computes
 // after dequantizing at load, up to summation order.
+// q8 (block FP8 on the E4M3 tensor cores, the decode path for block FP8): widening costs
+// about 2.5 integer operations per code, which bounds the loop at about 70% of the copy rate;
+// q8 feeds the codes to mma m16n8k32 e4m3 as they are. x is first split by skinny_split_x
+// into two E4M3 terms with a power-of-two scale s per 128 inputs, x = (hi + lo) * s (exact for
+// |x| >= s/4, within s * 2^-10 below), and each weight fragment meets hi and lo in two MMAs:
+// the same products as W8A16 on the bf16 x up to that split. Each 128-input tile's fp32
+// partials get the weight row's block scale times the token row's s (carried in the stage).
 // Split-K (dense only, grid z = S): split z sums k-tiles [z*KT/S, (z+1)*KT/S) into
 // part[z, M, N] (f32 workspace); the last block of a column block to finish (counter per
 // column block, atomicAdd after a fence) adds the S partials in split order (deterministic)
 // and writes out, then resets its counter to 0 (counters start zeroed, graph replays keep them).
 //
-// Kernels (W = b | blk | mx weight; o = b | f output; NF = 8-token MMA tiles, 1/2/4/8):
-//   skinny_<W>_<o>_<NF>(W, S, G, x, M, N, K, out, part, counters)
+// Kernels (W = b | blk | mx | q8 weight; o = b | f output; NF = 8-token MMA tiles, 1/2/4/8):
+//   skinny_<W>_<o>_<NF>(W, S, G, x, xs, M, N, K, out, part, counters)
 //       grid (ceil(N/128), 1, S), block 128 (4 warps x 32 weight rows), dyn smem
-//       STAGES*(128*128 + NF*8*XB), XB = 256 (FP8: 128 inputs per stage) or 128 (bf16: 64),
-//       STAGES = 3 for FP8 with NF = 8, else 4. Needs K % 128 (FP8) or % 64 (bf16) == 0.
-//   skinny_gu_<F>_<BT>(W, S, G, x, perm, Kw, offsets, tileExpert, tileStart, numTiles, D, I,
-//       act, alpha, limit): grid (ceil(I/64), maxTiles), block 128: act = SwiGLU(x.gate, x.up)
-//   skinny_down_<F>_<BT>(W, S, G, act, perm, Kw, offsets, tileExpert, tileStart, numTiles, I,
-//       D, y, rw): grid (ceil(D/128), maxTiles), block 128: y[row] = rw * act[row] . down^T
-//   (F = blk | mx, BT = 16/32/64 token rows per MoE tile, the tile table of moe.cu moe_scan.)
+//       STAGES*(128*128 + NF*8*XB [+ NF*8*4 q8]), XB = 256 (FP8: 128 inputs per stage; q8: 128
+//       hi + 128 lo codes) or 128 (bf16: 64), STAGES = 3 for FP8 with NF = 8, else 4. Needs
+//       K % 128 (FP8) or % 64 (bf16) == 0. q8: x, xs = skinny_split_x's xq, xs; else xs unused.
+//   skinny_gu_<F>_<BT>(W, S, G, x, xs, perm, Kw, offsets, tileExpert, tileStart, numTiles, D,
+//       I, act, alpha, limit): grid (ceil(I/64), maxTiles), block 128: act = SwiGLU(x.gate, x.up)
+//   skinny_down_<F>_<BT>(W, S, G, act, xs, perm, Kw, offsets, tileExpert, tileStart, numTiles,
+//       I, D, y, rw): grid (ceil(D/128), maxTiles), block 128: y[row] = rw * act[row] . down^T
+//   (F = blk | mx | q8, BT = 16/32/64 token rows per MoE tile, the tile table of moe.cu
+//   moe_scan; q8 takes the split x and the split act.)
+//   skinny_split_x(x, rows, K, xq, xs): grid ceil(rows*K/128/8), block 256 (see below).
 // No host reads, no allocation: graph-capturable. Tested by test/gpu/skinny-check.ts: every
 // variant against the CPU backend on the same (quantized) weights, split and unsplit, ragged
-// M and N; the MoE kernels by test/gpu/fp8-check.ts through moe().
+// M and N; test/gpu/split-check.ts: the split bit for bit against its host twin; the MoE
+// kernels by test/gpu/fp8-check.ts through moe().
 #include "common.cuh"
 #include "mma.cuh"
 #include "fp8.cuh"
