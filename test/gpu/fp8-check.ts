@@ -1,7 +1,8 @@
 /**
- * FP8 weights on the GPU (kernels/fp8-gemm.cu, issue 13) against the CPU backend, which
- * computes on the dequantized values code · scale in float32:
- * - ops: the W8A16 dense GEMM (decode M ≤ 64 and the dequantize + cuBLAS prefill path) and
+ * FP8 weights on the GPU (kernels/skinny-gemm.cu, kernels/fp8-gemm.cu, issue 13) against the
+ * CPU backend, which computes on the dequantized values code · scale in float32:
+ * - ops: the dense GEMM (decode M ≤ 256: block FP8 on the E4M3 tensor cores, MXFP8 widened;
+ *   and the dequantize + cuBLAS prefill path) and
  *   the MoE expert GEMMs (tiles and per-expert cuBLAS prefill), for block FP8 and MXFP8 with
  *   random codes and a random scale per row and group; readF32 of a weight is exact;
  * - the device quantizer (`--quantization fp8`) bit for bit against quantizeRows;
@@ -108,7 +109,7 @@ function denseChecks(cpu: Backend, gpu: CudaBackend): Row[] {
       const co = cpu.alloc([M, N], 'f32');
       gpu.matmul(go, gpu.upload(x, [M, K], 'bf16'), gw);
       cpu.matmul(co, cpu.upload(x, [M, K], 'bf16'), cw);
-      const path = M <= 256 ? 'W8A16 kernel' : 'dequantize + cuBLAS';
+      const path = M <= 256 ? 'decode kernel' : 'dequantize + cuBLAS';
       const lim = M <= 256 || s.kind === 'mx' ? GEMM_LIMIT : BF16_LIMIT;
       rows.push(
         row(
