@@ -174,11 +174,11 @@ async function main(): Promise<void> {
       );
       r['q8 splits'] = skinnySplits(gpu.dev.smCount, 'q8', M, N, K);
       put('q8 fp8', bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!), M, N, K),
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K),
       );
       for (const S of sweep)
         put(`q8 S=${S}`, bytes8, (i) =>
-          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!), M, N, K, S),
+          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K, S),
         );
       console.log(JSON.stringify(r));
       rows.push(r);

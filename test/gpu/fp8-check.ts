@@ -20,6 +20,13 @@ import { createCudaBackend, type CudaBackend } from '../../src/backend/cuda/cuda
 import type { CudaFp8Weight } from '../../src/backend/cuda/cuda-fp8-weight.js';
 import { fp8Dequantize } from '../../src/backend/cuda/fp8-ops.js';
 import { moe } from '../../src/backend/cuda/moe-ops.js';
+import type { CudaTensor } from '../../src/backend/cuda/cuda-tensor.js';
+import {
+  FP8_DECODE_KERNEL,
+  fp8Operand,
+  skinnyGemm,
+  type Fp8DecodeKernel,
+} from '../../src/backend/cuda/skinny-gemm.js';
 import type { MoeGemmPath } from '../../src/backend/cuda/moe-expert-gemm.js';
 import { loadModel } from '../../src/model/load-model.js';
 import { runForward } from '../../src/model/run-forward.js';
@@ -192,14 +199,40 @@ function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
         );
         return b.readF32(out);
       };
-      const path = 'FP8 tiles';
+      const ref = run(cpu, cew);
       rows.push(
         row(
-          `${name(s)} moe T=${T} D=${D} I=${I} ${E}+1 top-${topK} (${path}) vs CPU`,
-          relErr(run(gpu, gew), run(cpu, cew)),
+          `${name(s)} moe T=${T} D=${D} I=${I} ${E}+1 top-${topK} (FP8 tiles) vs CPU`,
+          relErr(run(gpu, gew), ref),
           BF16_LIMIT,
         ),
       );
+      // Block FP8's other tile kernel than the default one.
+      if (s.kind === 'block') {
+        const k: Fp8DecodeKernel = FP8_DECODE_KERNEL === 'q8' ? 'w8a16' : 'q8';
+        const out = gpu.alloc([T, D], 'bf16');
+        const up = (v: Float32Array | Int32Array, sh: number[], dt: 'bf16' | 'i32' | 'f32') =>
+          gpu.upload(v, sh, dt);
+        moe(
+          gpu.ctx,
+          gpu.gemm,
+          out,
+          up(x, [T, D], 'bf16'),
+          up(routes.ids, [T, topK + 1], 'i32'),
+          up(routes.wts, [T, topK + 1], 'f32'),
+          gew,
+          MO,
+          undefined,
+          k,
+        );
+        rows.push(
+          row(
+            `${name(s)} moe T=${T} D=${D} I=${I} ${E}+1 top-${topK} (FP8 tiles, ${k}) vs CPU`,
+            relErr(gpu.readF32(out), ref),
+            BF16_LIMIT,
+          ),
+        );
+      }
     }
   }
   return rows;
@@ -267,15 +300,19 @@ function realShapeChecks(gpu: CudaBackend, cpu: Backend): Row[] {
     const x = gpu.upload(randArray(M * K, 9), [M, K], 'bf16');
     const a = gpu.alloc([M, N], 'f32');
     const b = gpu.alloc([M, N], 'f32');
-    gpu.matmul(a, x, w);
     gpu.matmul(b, x, wb);
-    rows.push(
-      row(
-        `real o_proj [${N}, ${K}] M=${M}: FP8 kernel vs bf16 on the same values`,
-        relErr(gpu.readF32(a), gpu.readF32(b)),
-        BF16_LIMIT,
-      ),
-    );
+    const xt = x as CudaTensor;
+    for (const k of ['q8', 'w8a16'] as const) {
+      if (!skinnyGemm(gpu.ctx, (a as CudaTensor).ptr, true, xt.ptr, fp8Operand(w, k), M, N, K))
+        throw new Error(`real o_proj: the ${k} kernel did not take M=${M}`);
+      rows.push(
+        row(
+          `real o_proj [${N}, ${K}] M=${M}: FP8 ${k} kernel vs bf16 on the same values`,
+          relErr(gpu.readF32(a), gpu.readF32(b)),
+          BF16_LIMIT,
+        ),
+      );
+    }
   }
   const [D, I, E, topK] = [6144, 3072, 128, 4];
   const gu = gpu.fp8!.quantize(filled([E + 1, 2 * I, D], 2 / Math.sqrt(D))) as CudaFp8Weight;
@@ -287,17 +324,26 @@ function realShapeChecks(gpu: CudaBackend, cpu: Backend): Row[] {
     const x = gpu.upload(randArray(T * D, 60 + T), [T, D], 'bf16');
     const ids = gpu.upload(routes.ids, [T, topK + 1], 'i32');
     const wts = gpu.upload(routes.wts, [T, topK + 1], 'f32');
-    const run = (ew: ExpertWeights, path?: MoeGemmPath) => {
+    const run = (ew: ExpertWeights, path?: MoeGemmPath, k?: Fp8DecodeKernel) => {
       const out = gpu.alloc([T, D], 'bf16');
-      moe(gpu.ctx, gpu.gemm, out, x, ids, wts, ew, MO, path);
+      moe(gpu.ctx, gpu.gemm, out, x, ids, wts, ew, MO, path, k);
       return gpu.readF32(out);
     };
     const ref = run(eb);
-    for (const path of T > 64 ? (['tiles', 'per-expert-cublas'] as const) : (['tiles'] as const))
+    const what = `real experts T=${T} (6144/3072, 128+1 top-4): FP8`;
+    for (const k of ['q8', 'w8a16'] as const)
       rows.push(
         row(
-          `real experts T=${T} (6144/3072, 128+1 top-4): FP8 ${path} vs bf16 on the same values`,
-          relErr(run(e8, path), ref),
+          `${what} tiles (${k}) vs bf16 on the same values`,
+          relErr(run(e8, 'tiles', k), ref),
+          BF16_LIMIT,
+        ),
+      );
+    if (T > 64)
+      rows.push(
+        row(
+          `${what} per-expert-cublas vs bf16 on the same values`,
+          relErr(run(e8, 'per-expert-cublas'), ref),
           BF16_LIMIT,
         ),
       );

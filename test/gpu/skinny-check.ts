@@ -24,6 +24,12 @@ import { gpuFp8, randomFp8 } from './fp8-check.js';
 
 /** f32 out: the same products, summed in another order. */
 const F32_LIMIT = 1e-4;
+/**
+ * q8, f32 out: the E4M3 MMA accumulates a tile's products in the tensor core, which on Hopper
+ * keeps about 13 mantissa bits (SageAttention2 measured FP22 accumulators for mma e4m3):
+ * errors near 2^-13 of a tile's partials, still four times below one bf16 rounding (2^-9).
+ */
+const Q8_F32_LIMIT = 5e-4;
 /** bf16 out: one rounding of each output. */
 const BF16_LIMIT = 1e-2;
 
@@ -56,7 +62,7 @@ function cases(cpu: Backend, gpu: CudaBackend): Case[] {
     const cpuW = cpu.upload(h.values, [N, K], 'bf16');
     out.push({
       name: s.kind === 'block' ? 'block FP8 q8' : 'MXFP8',
-      op: fp8Operand(w),
+      op: fp8Operand(w, 'q8'),
       cpuW,
       N,
       K,
@@ -99,8 +105,9 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
       const auto = skinnySplits(gpu.dev.smCount, c.op.kind, M, c.N, c.K);
       let worst = 0;
       for (const S of [1, 3, 7]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S), ref));
+      const f32Limit = c.op.kind === 'q8' ? Q8_F32_LIMIT : F32_LIMIT;
       rows.push(
-        row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} f32, splits 1/3/7 vs CPU`, worst, F32_LIMIT),
+        row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} f32, splits 1/3/7 vs CPU`, worst, f32Limit),
       );
       const a = run(gpu, c, x, M, false);
       rows.push(

@@ -20,7 +20,7 @@ import type { CublasGemm } from './cublas-gemm.js';
 import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { fp8Dequantize, fp8MmaFits } from './fp8-ops.js';
-import { skinnyMoeGemms } from './skinny-gemm.js';
+import { skinnyMoeGemms, type Fp8DecodeKernel } from './skinny-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 export function routerTopK(
@@ -269,6 +269,7 @@ export function moe(
   ew: ExpertWeights,
   o: MoeOptions,
   path?: MoeGemmPath,
+  fp8Kernel?: Fp8DecodeKernel,
 ): void {
   const [T, D] = x.shape as [number, number];
   const E = ew.numLocalExperts;
@@ -282,7 +283,8 @@ export function moe(
   let dn = cuda(ew.down, 'moe.down', [gu.dtype], [E, D, I]);
   if (gu instanceof CudaFp8Weight && dn instanceof CudaFp8Weight) {
     const t = { xo, xi, ii, wi, gu, dn };
-    if (moeFp8(ctx, gemm, { T, D, I, E, Kw, first: ew.firstExpert }, t, o, path)) return;
+    const dims = { T, D, I, E, Kw, first: ew.firstExpert };
+    if (moeFp8(ctx, gemm, dims, t, o, path, fp8Kernel)) return;
     // Shapes the FP8 MMA kernels do not take (small test models): the same values in bf16.
     gu = dequantized(ctx, gu, 'moe.fp8.gateUp');
     dn = dequantized(ctx, dn as CudaFp8Weight, 'moe.fp8.down');
@@ -348,6 +350,7 @@ function moeFp8(
   },
   o: MoeOptions,
   path: MoeGemmPath | undefined,
+  fp8Kernel: Fp8DecodeKernel | undefined,
 ): boolean {
   const { T, D, I, E, Kw } = dims;
   const { xo, xi, ii, wi, gu, dn } = t;
@@ -372,7 +375,7 @@ function moeFp8(
   if (fp8) {
     const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles');
     permute(ctx, p, ii.ptr, dims.first);
-    skinnyMoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o);
+    skinnyMoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o, fp8Kernel);
     combine(ctx, xo, p);
     return true;
   }

@@ -1,9 +1,9 @@
 /**
  * Launchers for kernels/skinny-gemm.cu (see its header): decode GEMMs out[M, N] = x · W^T
  * for M ≤ 64 on bf16 or FP8 weights, split over K when the column blocks alone do not fill
- * the GPU, and the MoE's FP8 expert GEMMs on the same loop. Block FP8 runs on the E4M3
- * tensor cores (q8): x is first split exactly into two E4M3 terms (skinny_split_x), so the
- * weight codes go to the MMA as they are instead of being widened to bf16 in registers.
+ * the GPU, and the MoE's FP8 expert GEMMs on the same loop. Block FP8 runs widened to bf16
+ * in registers (w8a16) or on the E4M3 tensor cores (q8: x is first split exactly into two
+ * E4M3 terms, skinny_split_x, and the codes go to the MMA as they are): FP8_DECODE_KERNEL.
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
@@ -35,12 +35,22 @@ export function bf16Operand(ptr: number): SkinnyOperand {
 }
 
 /**
- * The decode kernel for an FP8 weight: block FP8 (128-input blocks) on the E4M3 tensor cores
- * (q8), MXFP8 (and other block sizes) widened to bf16 in registers.
+ * Block FP8's decode kernel: 'q8' (the codes on the E4M3 tensor cores against the split x) or
+ * 'w8a16' (the codes widened to bf16 in registers). MXFP8 is always widened.
  */
-export function fp8Operand(w: CudaFp8Weight): SkinnyOperand {
+export type Fp8DecodeKernel = 'q8' | 'w8a16';
+
+/** The kernel that matmul and moe run block FP8 on (checks and benchmarks may pick either). */
+export const FP8_DECODE_KERNEL: Fp8DecodeKernel = 'w8a16';
+
+/** The decode operand for an FP8 weight: block FP8 (128-input blocks) on `kernel`, MXFP8 widened. */
+export function fp8Operand(
+  w: CudaFp8Weight,
+  kernel: Fp8DecodeKernel = FP8_DECODE_KERNEL,
+): SkinnyOperand {
   const op = fp8WidenOperand(w);
-  return op.kind === 'blk' && op.group % 128 === 0 ? { ...op, kind: 'q8' } : op;
+  const q8 = kernel === 'q8' && op.kind === 'blk' && op.group % 128 === 0;
+  return q8 ? { ...op, kind: 'q8' } : op;
 }
 
 /** An FP8 weight on the W8A16 kernels (codes widened to bf16 in registers): benchmarks, checks. */
@@ -159,7 +169,7 @@ export function skinnyGemm(
 
 /**
  * The MoE's fused gate|up + SwiGLU and down GEMMs on FP8 experts (tile table in `p`): block
- * FP8 on the E4M3 tensor cores (x and the activations split first), MXFP8 widened.
+ * FP8 on `kernel` (q8: x and the activations split first), MXFP8 widened.
  */
 export function skinnyMoeGemms(
   ctx: OpContext,
@@ -169,12 +179,13 @@ export function skinnyMoeGemms(
   dn: CudaFp8Weight,
   w: number,
   o: MoeOptions,
+  kernel: Fp8DecodeKernel = FP8_DECODE_KERNEL,
 ): void {
   const { buf: b, BT, D, I, Kw, T, n } = p;
   if (p.maxTiles > 65535)
     throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
   const rows = tileRows(BT);
-  const kind = moeKind(gu, dn);
+  const kind = moeKind(gu, dn, kernel);
   const tiles = {
     perm: b.perm,
     Kw,
@@ -212,10 +223,10 @@ export function skinnyMoeGemms(
   );
 }
 
-/** q8 when both expert weights are block FP8 in 128-input blocks, else their widened kind. */
-function moeKind(gu: CudaFp8Weight, dn: CudaFp8Weight): SkinnyMoeWeight {
-  const a = fp8Operand(gu).kind;
-  const b = fp8Operand(dn).kind;
+/** Both expert weights' kernel kind (q8 needs both in block FP8 of 128-input blocks). */
+function moeKind(gu: CudaFp8Weight, dn: CudaFp8Weight, kernel: Fp8DecodeKernel): SkinnyMoeWeight {
+  const a = fp8Operand(gu, kernel).kind;
+  const b = fp8Operand(dn, kernel).kind;
   if (a !== b || a === 'b') throw new Error(`moe: FP8 experts of two kinds (${a}, ${b})`);
   return a;
 }
