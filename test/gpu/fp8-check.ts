@@ -1,12 +1,13 @@
 /**
  * FP8 weights on the GPU (kernels/skinny-gemm.cu, kernels/fp8-gemm.cu, issue 13) against the
  * CPU backend, which computes on the dequantized values code · scale in float32:
- * - ops: the dense GEMM (decode M ≤ 256: block FP8 on the E4M3 tensor cores, MXFP8 widened;
- *   and the dequantize + cuBLAS prefill path) and
- *   the MoE expert GEMMs (tiles and per-expert cuBLAS prefill), for block FP8 and MXFP8 with
- *   random codes and a random scale per row and group; readF32 of a weight is exact;
+ * - ops: the dense GEMM (decode M ≤ 256: block FP8 on FP8_DECODE_KERNEL, MXFP8 widened; and
+ *   the dequantize + cuBLAS prefill path) and the MoE expert GEMMs (tiles, block FP8 on both
+ *   decode kernels; per-expert cuBLAS prefill), for block FP8 and MXFP8 with random codes and
+ *   a random scale per row and group; readF32 of a weight is exact;
  * - the device quantizer (`--quantization fp8`) bit for bit against quantizeRows;
- * - real MiniMax-M3 shapes: FP8 kernels vs the bf16 kernels on the same (dequantized) weights;
+ * - real MiniMax-M3 shapes: FP8 kernels (block FP8 on both decode kernels, q8 and w8a16) vs
+ *   the bf16 kernels on the same (dequantized) weights;
  * - whole models: the tiny-mxfp8 golden with FP8 kept vs dequantized at load (bit for bit: MX
  *   values are exact in bf16) and vs the CPU, and a block-FP8 `init-random --dtype fp8`
  *   checkpoint with dimensions the FP8 kernels take (multiples of 128) vs the CPU.
