@@ -8,10 +8,15 @@ export interface CreateBackendOptions {
   readonly cpuThreads?: number;
   /** The CUDA device ordinal to open (default 0). */
   readonly deviceOrdinal?: number;
+  /** CUDA: told when a blocking kernel compile starts and ends (a rank's hang watchdog). */
+  readonly onCompile?: (compiling: boolean) => void;
 }
 
 interface CudaModule {
-  createCudaBackend?: (o: { deviceOrdinal?: number }) => Promise<Backend>;
+  createCudaBackend?: (o: {
+    deviceOrdinal?: number;
+    onCompile?: (compiling: boolean) => void;
+  }) => Promise<Backend>;
   cudaDeviceCount?: () => number;
 }
 
@@ -40,9 +45,10 @@ export async function createBackend(name: string, o: CreateBackendOptions = {}):
     const mod = await cudaModule();
     if (!mod.createCudaBackend)
       throw new Error('the CUDA backend module does not export createCudaBackend');
-    return mod.createCudaBackend(
-      o.deviceOrdinal !== undefined ? { deviceOrdinal: o.deviceOrdinal } : {},
-    );
+    return mod.createCudaBackend({
+      ...(o.deviceOrdinal !== undefined && { deviceOrdinal: o.deviceOrdinal }),
+      ...(o.onCompile && { onCompile: o.onCompile }),
+    });
   }
   throw new Error(`unknown backend "${name}" (cpu, cuda)`);
 }

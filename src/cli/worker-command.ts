@@ -54,6 +54,7 @@ export const workerCommand: Command = {
       await runRankWorker(group, {
         fault: injectedFault(rank),
         entered: () => watchdog.collective(),
+        compiling: (on) => watchdog.compiling(on),
       });
     } catch (e) {
       throw new Error(`rank ${rank}: ${(e as Error).message}`);

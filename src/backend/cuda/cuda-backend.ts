@@ -45,6 +45,8 @@ import { CudaFp8WeightOps } from './cuda-fp8-weights.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
+  /** Told when a kernel compile (NVRTC, blocking) starts and ends (KernelCache's onCompile). */
+  readonly onCompile?: (compiling: boolean) => void;
   /** Capacity of the per-step metadata buffer, in int32 entries (default 4 Mi). */
   readonly maxMetaInts?: number;
   /**
@@ -92,7 +94,11 @@ export class CudaBackend implements Backend {
     readonly dev: CudaDevice,
     o: CudaBackendOptions = {},
   ) {
-    this.ctx = { dev, kernels: new KernelCache(dev), ws: new Workspace(dev) };
+    this.ctx = {
+      dev,
+      kernels: new KernelCache(dev, undefined, undefined, o.onCompile),
+      ws: new Workspace(dev),
+    };
     this.gemm = new CublasGemm(dev);
     this.pool = new MemoryPool((bytes) => dev.malloc(bytes, 'pool block'));
     this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);

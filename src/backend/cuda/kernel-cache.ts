@@ -64,6 +64,11 @@ export class KernelCache {
     private readonly dev: CudaDevice,
     private readonly dir = findKernelDir(),
     private readonly cacheDir = kernelCacheDir(),
+    /**
+     * Told when an NVRTC compile starts (true) and ends (false): it blocks the thread for
+     * seconds, which a rank's hang watchdog must not take for a hang.
+     */
+    private readonly onCompile?: (compiling: boolean) => void,
   ) {
     const names = readdirSync(dir)
       .filter((f) => f.endsWith(HEADER_EXT))
@@ -125,13 +130,13 @@ export class KernelCache {
       return readFileSync(path);
     }
     const t0 = performance.now();
-    const bin = nvrtcCompile(
-      this.dev.libs.nvrtc,
-      `${file}.cu`,
-      source,
-      this.headers,
-      options,
-    ).cubin;
+    this.onCompile?.(true);
+    let bin: Buffer;
+    try {
+      bin = nvrtcCompile(this.dev.libs.nvrtc, `${file}.cu`, source, this.headers, options).cubin;
+    } finally {
+      this.onCompile?.(false);
+    }
     this.stats.compileMs += performance.now() - t0;
     this.stats.compiled++;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pickHungRank, type RankBeat } from './hang-watchdog.js';
+import { excuseCompiles, pickHungRank, type RankBeat } from './hang-watchdog.js';
 
 const STALE = 3000;
 const NOW = 100_000;
@@ -41,5 +41,29 @@ describe('pickHungRank', () => {
     const inlined = new Function(`return (${pickHungRank.toString()});`)() as typeof pickHungRank;
     const r1 = beat(1, 5900, 37);
     expect(inlined([beat(0, 6100, 42, true), r1], NOW, STALE)).toEqual(r1);
+  });
+});
+
+describe('excuseCompiles', () => {
+  it('no rank is hung while one compiles, nor until 2 · staleMs after the compile ended', () => {
+    // W1 on a cold cache: rank 1 sat in NVRTC for 25 s; rank 0 waited for it in a device sync.
+    const beats = [beat(0, 25_000, 40, true), beat(1, 25_000, 40)];
+    expect(pickHungRank(beats, NOW, STALE)).toBeDefined(); // what the watchdog saw before
+    expect(pickHungRank(excuseCompiles(beats, NOW), NOW, STALE)).toBeUndefined();
+    const ended = NOW - 5000; // the compile ended 5 s ago; rank 0 still waits for its collective
+    expect(pickHungRank(excuseCompiles(beats, ended), NOW, STALE)).toBeUndefined();
+  });
+
+  it('a rank that hangs after the last compile is still found', () => {
+    const beats = [beat(0, 20_000, 40, true), beat(1, 9000, 37)];
+    const first = pickHungRank(excuseCompiles(beats, NOW - 7000), NOW, STALE);
+    expect(first?.rank).toBe(1);
+  });
+
+  it('is plain JavaScript the watchdog thread can inline', () => {
+    const inlined = new Function(
+      `return (${excuseCompiles.toString()});`,
+    )() as typeof excuseCompiles;
+    expect(inlined([beat(1, 9000, 3)], NOW - 100)[0]!.since).toBe(NOW - 100);
   });
 });

@@ -12,7 +12,7 @@ import { readEnv } from '../../config/env.js';
  *   gone, SIGKILLs the watched processes still alive and this one, naming the gone rank;
  * - **hung rank** (launchers only, `checkHangs`): when a watched rank's published heartbeat,
  *   or this process's own (with `selfRank`), is older than `2 · staleMs`, the cause is chosen
- *   by `pickHungRank`. If it is a worker and this thread is still responsive, that worker is SIGKILLed
+ *   by `pickHungRank`; time while any rank compiles kernels (`compiling()`) does not count. If it is a worker and this thread is still responsive, that worker is SIGKILLed
  *   and `onHung` tells the main thread (which ends the group in order, naming it); otherwise
  *   every process is SIGKILLed here, with one line naming the rank.
  *
@@ -51,9 +51,30 @@ export function pickHungRank<B extends RankBeat>(
   return behind[0];
 }
 
+/** A rank compiling for longer than this (one NVRTC call never takes minutes) counts as blocked. */
+export const MAX_COMPILE_MS = 300_000;
+
+/**
+ * The beats as the hang check must read them while kernels compile: a rank compiling
+ * (NVRTC blocks its main thread for seconds per kernel on a cold cache, longer for the whole
+ * first steps) is not hung, and neither are its peers, blocked in a device sync or a collective
+ * waiting for it. So no beat counts as older than the last moment any rank was compiling
+ * (`lastCompileAt`, which the caller advances to `now` while one is). Plain JavaScript: the
+ * watchdog thread inlines its source.
+ */
+export function excuseCompiles<B extends RankBeat>(
+  beats: readonly B[],
+  lastCompileAt: number,
+): B[] {
+  return beats.map((b) => (b.since >= lastCompileAt ? b : { ...b, since: lastCompileAt }));
+}
+
 const THREAD_SOURCE = `
 const { workerData: w, parentPort } = require('node:worker_threads');
 const pickHungRank = ${pickHungRank.toString()};
+const excuseCompiles = ${excuseCompiles.toString()};
+const MAX_COMPILE_MS = ${MAX_COMPILE_MS};
+let lastCompileAt = 0;
 const fs = require('node:fs');
 const beat = new Float64Array(w.heartbeat);
 const peers = new Map();
@@ -67,12 +88,12 @@ const alive = (pid) => {
     return false;
   }
 };
-// A worker's file: "<last beat ms> <collectives entered>".
+// A worker's file: "<last beat ms> <collectives entered> <compiling since ms, 0 when not>".
 const published = (p) => {
   if (!p.file) return undefined;
   try {
-    const [t, n] = fs.readFileSync(p.file, 'utf8').trim().split(/\\s+/).map(Number);
-    return t > 0 ? { t, n: n || 0 } : undefined;
+    const [t, n, c] = fs.readFileSync(p.file, 'utf8').trim().split(/\\s+/).map(Number);
+    return t > 0 ? { t, n: n || 0, c: c || 0 } : undefined;
   } catch {
     return undefined;
   }
@@ -89,10 +110,12 @@ const killAll = () => {
   process.kill(process.pid, 'SIGKILL');
 };
 const secs = (ms) => ms / 1000 + ' s';
+const compilingNow = (since, now) => since > 0 && now - since < MAX_COMPILE_MS;
 function tick() {
   const now = Date.now();
-  const own = now - beat[0];
-  if (out !== null) try { fs.writeSync(out, (beat[0] + ' ' + beat[1]).padStart(40, ' '), 0); } catch {}
+  const selfCompiling = compilingNow(beat[2], now);
+  const own = selfCompiling ? 0 : now - beat[0];
+  if (out !== null) try { fs.writeSync(out, (beat[0] + ' ' + beat[1] + ' ' + beat[2]).padStart(60, ' '), 0); } catch {}
   const dead = [...peers.values()].filter((p) => !alive(p.pid));
   if (own > w.staleMs && dead.length > 0) {
     say(dead.map(name).join(', ') + ' is gone and this rank has been blocked for over ' +
@@ -101,13 +124,18 @@ function tick() {
   }
   if (w.checkHangs) {
     const states = [];
+    let compiling = selfCompiling;
     for (const p of peers.values()) {
       const b = published(p);
-      if (b !== undefined && alive(p.pid)) states.push({ ...p, since: b.t, entered: b.n });
+      if (b === undefined || !alive(p.pid)) continue;
+      states.push({ ...p, since: b.t, entered: b.n });
+      compiling = compiling || compilingNow(b.c, now);
     }
     if (w.selfRank !== undefined) states.push({ pid: process.pid, rank: w.selfRank, since: beat[0], entered: beat[1], self: true });
-    const first = pickHungRank(states, now, w.staleMs);
-    if (first && (first.self || own > w.staleMs)) {
+    if (compiling) lastCompileAt = now;
+    const first = pickHungRank(excuseCompiles(states, lastCompileAt), now, w.staleMs);
+    const ownQuiet = selfCompiling ? 0 : now - Math.max(beat[0], lastCompileAt);
+    if (first && (first.self || ownQuiet > w.staleMs)) {
       say(name(first) + ' has been blocked for over ' + secs(2 * w.staleMs) + ' (a step that never returns)');
       killAll();
     } else if (first && !reported.has(first.pid)) {
@@ -145,8 +173,11 @@ export interface HangWatchdogOptions {
 }
 
 export class HangWatchdog {
-  /** [0]: the main thread's last beat (ms), [1]: collectives this rank has entered. */
-  private readonly beat = new Float64Array(new SharedArrayBuffer(16));
+  /**
+   * [0]: the main thread's last beat (ms), [1]: collectives this rank has entered, [2]: when
+   * the main thread started compiling kernels (ms; 0 when it is not).
+   */
+  private readonly beat = new Float64Array(new SharedArrayBuffer(24));
   private readonly thread: Worker;
   private readonly timer: NodeJS.Timeout;
 
@@ -189,6 +220,15 @@ export class HangWatchdog {
   /** This rank enters its next collective (called by the rank's communicator wrapper). */
   collective(): void {
     this.beat[1] = this.beat[1]! + 1;
+  }
+
+  /**
+   * The main thread starts (true) or ends (false) a blocking kernel compile: it beats now, and
+   * while it compiles neither it nor a peer waiting for it counts as hung (`excuseCompiles`).
+   */
+  compiling(on: boolean): void {
+    this.bump();
+    this.beat[2] = on ? Date.now() : 0;
   }
 
   stop(): void {

@@ -61,7 +61,13 @@ export async function launchRankGroup(o: LaunchOptions): Promise<RankGroupDriver
     const init = encodeStep({ kind: 'init', spec: o.spec });
     for (const c of group.control) c?.send(CONTROL.step, 0, init);
     const rt = await watch.race(
-      createRankRuntime(o.spec, group, o.fault, () => workers.collective()),
+      createRankRuntime(
+        o.spec,
+        group,
+        o.fault,
+        () => workers.collective(),
+        (on) => workers.compiling(on),
+      ),
     );
     await watch.race(ready);
     const pids = [...workers.pids].map(([r, pid]) => `rank ${r} pid ${pid}`);

@@ -90,6 +90,11 @@ export class LocalWorkers {
     this.watchdog?.collective(); // started with the first worker
   }
 
+  /** This process (rank 0) starts or ends a kernel compile: the hang check excuses it. */
+  compiling(on: boolean): void {
+    this.watchdog?.compiling(on);
+  }
+
   /** One watchdog for this host's workers: lost peers while blocked, and hung ranks. */
   private hangWatchdog(): HangWatchdog {
     return (this.watchdog ??= new HangWatchdog({

@@ -45,11 +45,14 @@ export async function createRankRuntime(
   fault?: InjectedFault,
   /** Called as this rank enters each collective (its hang watchdog's `collective`). */
   entered?: () => void,
+  /** Called as a kernel compile starts and ends (its hang watchdog's `compiling`). */
+  compiling?: (on: boolean) => void,
 ): Promise<RankRuntime> {
   const ordinal = spec.gpuIds?.[group.rank % spec.gpuIds.length];
   const backend = await createBackend(spec.backend, {
     cpuThreads: spec.cpuThreads,
     ...(ordinal !== undefined && { deviceOrdinal: ordinal }),
+    ...(compiling && { onCompile: compiling }),
   });
   runInitFault(fault); // test seam: a rank failing while the communicator is set up
   const made = await createCommunicator(spec, group, backend);

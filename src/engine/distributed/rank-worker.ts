@@ -11,6 +11,8 @@ export interface RankWorkerOptions {
   readonly fault?: InjectedFault;
   /** Called as this rank enters each collective (its hang watchdog's `collective`). */
   readonly entered?: () => void;
+  /** Called as a kernel compile starts and ends (the worker's hang watchdog). */
+  readonly compiling?: (on: boolean) => void;
 }
 
 /**
@@ -31,7 +33,7 @@ export async function runRankWorker(group: ProcessGroup, o: RankWorkerOptions = 
       const msg: StepMessage = decodeStep(frame.payload);
       switch (msg.kind) {
         case 'init': {
-          const base = await createRankRuntime(msg.spec, group, o.fault, o.entered);
+          const base = await createRankRuntime(msg.spec, group, o.fault, o.entered, o.compiling);
           rt = { ...base, model: withInjectedFault(base.model, o.fault) };
           control.send(CONTROL.status, 0, encodeStatus({ kind: 'ready', rank: group.rank }));
           break;
