@@ -25,7 +25,7 @@ export interface MoeserveEnv {
   readonly faultInject: string | undefined;
   /** MOESERVE_HANG_WATCHDOG_S: seconds a blocked rank waits on a lost peer (default 10). */
   readonly hangWatchdogSeconds: number | undefined;
-  /** MOESERVE_GEMM_RS_MIN_ROWS: rows from which the IPC GEMM + reduce-scatter runs (default off; measured threshold 1024). */
+  /** MOESERVE_GEMM_RS_MIN_ROWS: rows from which the IPC GEMM + reduce-scatter runs (default the measured 1024; 1e12 = off). */
   readonly gemmRsMinRows: number | undefined;
   /** MOESERVE_CPU_MHZ: the clock bench:cpu uses for peaks instead of measuring it. */
   readonly cpuMhz: number | undefined;

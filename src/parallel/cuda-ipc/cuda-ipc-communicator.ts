@@ -15,6 +15,7 @@ import {
   type AllReduceAlgorithm,
 } from './allreduce-algorithm.js';
 import { GemmReduceScatter, rowView } from './gemm-reduce-scatter.js';
+import { GEMM_RS_MIN_ROWS } from './gemm-rs-plan.js';
 import { IpcAllToAll } from './ipc-all-to-all.js';
 import { IpcBuffers } from './ipc-buffers.js';
 import * as k from './ipc-kernels.js';
@@ -27,7 +28,7 @@ export interface CudaIpcOptions {
   readonly ranksPerDevice: number;
   /** All-reduces up to this many bytes run one-shot (default ONE_SHOT_MAX_BYTES). */
   readonly oneShotMaxBytes?: number;
-  /** Projections of at least this many rows run as GEMM + reduce-scatter (default: never). */
+  /** Projections of at least this many rows run as GEMM + reduce-scatter (default GEMM_RS_MIN_ROWS). */
   readonly gemmRsMinRows?: number;
   /** How long the handle exchange waits for a peer (ms, default 60 s). */
   readonly timeoutMs?: number;
@@ -56,10 +57,10 @@ export class CudaIpcCommunicator implements Communicator {
     o: Pick<CudaIpcOptions, 'oneShotMaxBytes' | 'gemmRsMinRows'> = {},
   ) {
     this.oneShotMaxBytes = o.oneShotMaxBytes ?? ONE_SHOT_MAX_BYTES;
-    // Off by default (every projection runs GEMM then reduce-scatter): the op is bit-exact in
-    // gpu-check --only gemm-rs, but the model's tp2+sp T=1101 layout failed on the GPU and the
-    // bisect did not run. MOESERVE_GEMM_RS_MIN_ROWS=GEMM_RS_MIN_ROWS (the measured 1024) turns it on.
-    this.gemmRsMinRows = o.gemmRsMinRows ?? Infinity;
+    // From the measured threshold (bench:comm: GEMM-RS wins from M = 1,024). The model's tp2+sp
+    // T=1101 mismatch that had it switched off was bf16 near-ties, not this op: on and off gave
+    // the same numbers on the GPU (W1), and the group check requires them bit-identical.
+    this.gemmRsMinRows = o.gemmRsMinRows ?? GEMM_RS_MIN_ROWS;
   }
 
   get rank(): number {
