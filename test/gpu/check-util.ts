@@ -19,6 +19,21 @@ export function randArray(n: number, seed: number, a = 1, bf16 = true): Float32A
   return out;
 }
 
+/**
+ * x [rows, K] with each 128-input group of a row scaled by its own power of two (2^-6 … 2^6,
+ * exact for bf16 values): activations whose per-group scales differ, so a kernel that reads
+ * another row's or group's scale (q8's split x) fails its check.
+ */
+export function groupScaled(x: Float32Array, K: number): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const r = Math.floor(i / K);
+    const g = Math.floor((i % K) / 128);
+    out[i] = x[i]! * 2 ** (((r * 5 + g * 3) % 13) - 6);
+  }
+  return out;
+}
+
 /** ‖a − b‖ / ‖b‖ (NaN anywhere gives Infinity). */
 export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let num = 0;

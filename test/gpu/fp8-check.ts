@@ -42,7 +42,7 @@ import { PRESETS } from '../../src/model/weights/random-presets.js';
 import { F8E4M3_TABLE } from '../../src/tensor/dtype.js';
 import { BLOCK_FP8, isFp8Weight, MXFP8, type Fp8Scaling } from '../../src/tensor/fp8-weight.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
-import { countDiff, randArray, relErr, rng, type Row } from './check-util.js';
+import { countDiff, groupScaled, randArray, relErr, rng, type Row } from './check-util.js';
 import { compareLogits } from './golden-check.js';
 import { moeRoutes } from './moe-check.js';
 
@@ -187,7 +187,7 @@ function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
     };
     for (const T of [1, 8, 64, 1500]) {
       const routes = moeRoutes(cpu, { T, D, I, E, topK }, 30 + T);
-      const x = randArray(T * D, 40 + T);
+      const x = groupScaled(randArray(T * D, 40 + T), D);
       const run = (b: Backend, ew: typeof cew) => {
         const out = b.alloc([T, D], 'bf16');
         b.moe(
@@ -322,7 +322,7 @@ function realShapeChecks(gpu: CudaBackend, cpu: Backend): Row[] {
   const eb = { gateUp: bf16Of(gu), down: bf16Of(dn), firstExpert: 0, numLocalExperts: E + 1 };
   for (const T of [8, 2048]) {
     const routes = moeRoutes(cpu, { T, D, I, E, topK }, 50 + T);
-    const x = gpu.upload(randArray(T * D, 60 + T), [T, D], 'bf16');
+    const x = gpu.upload(groupScaled(randArray(T * D, 60 + T), D), [T, D], 'bf16');
     const ids = gpu.upload(routes.ids, [T, topK + 1], 'i32');
     const wts = gpu.upload(routes.wts, [T, topK + 1], 'f32');
     const run = (ew: ExpertWeights, path?: MoeGemmPath, k?: Fp8DecodeKernel) => {

@@ -2,7 +2,8 @@
  * The decode GEMMs of kernels/skinny-gemm.cu against the CPU backend on the same weights:
  * bf16, block FP8 (q8: E4M3 tensor cores on the split x; and widened, W8A16) and MXFP8
  * weights (the CPU computes on code · scale in f32), ragged M and N, split-K off, forced and
- * as chosen; f32 out (only summation order differs, and q8's tensor-core sums) and bf16 out;
+ * as chosen, on activations whose 128-input groups differ in scale; f32 out (only summation
+ * order differs, and q8's tensor-core sums) and bf16 out;
  * a split launch repeated gives the same bits (its counters reset, the reduction order is
  * fixed). The MoE FP8 kernels are checked through moe() in fp8-check.ts.
  */
@@ -19,7 +20,7 @@ import {
   type SkinnyOperand,
 } from '../../src/backend/cuda/skinny-gemm.js';
 import { BLOCK_FP8, MXFP8, type Fp8Scaling } from '../../src/tensor/fp8-weight.js';
-import { countDiff, randArray, relErr, type Row } from './check-util.js';
+import { countDiff, groupScaled, randArray, relErr, type Row } from './check-util.js';
 import { gpuFp8, randomFp8 } from './fp8-check.js';
 
 /** f32 out: the same products, summed in another order. */
@@ -97,7 +98,7 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
   });
   for (const c of cases(cpu, gpu)) {
     for (const M of [1, 5, 8, 13, 32, 33, 64]) {
-      const xh = randArray(M * c.K, 50 + M);
+      const xh = groupScaled(randArray(M * c.K, 50 + M), c.K);
       const x = gpu.upload(xh, [M, c.K], 'bf16') as CudaTensor;
       const co = cpu.alloc([M, c.N], 'f32');
       cpu.matmul(co, cpu.upload(xh, [M, c.K], 'bf16'), c.cpuW);
