@@ -6,8 +6,9 @@
  *   prefill attention over E4M3 K/V with per-tensor scales (MiniMax-M3 shapes: 64 heads, 4 KV
  *   heads, Dh 128, page 128, shuffled pages); MSA selection over E4M3 index keys (msa.cu);
  * - whole models (reduced-width random checkpoints, D 512, Dh 128, bf16 weights) with the
- *   FP8 cache on both backends: dense attention, per-position relative logit error ≤ 3e-2;
- *   MSA (FP8 index keys), median ≤ 3e-2 and no margin-checked top-1 flip (see modelRows);
+ *   FP8 cache on both backends, per-position relative logit error ≤ 3e-2; on the MSA model
+ *   (FP8 index keys) no selection row differs from the CPU's except among tied blocks, and the
+ *   bound holds with the tied rows given the CPU's choice (see modelRows);
  * - greedy tokens through the engine (CUDA graphs and eager) with the FP8 cache: the two agree
  *   and each token is the CPU's top-1 or within the error margin of it (teacher-forced).
  */
@@ -31,6 +32,7 @@ import { PRESETS } from '../../src/model/weights/random-presets.js';
 import { F8E4M3_TABLE } from '../../src/tensor/dtype.js';
 import { argmax, countDiff, randArray, relErr, type Row } from './check-util.js';
 import { compareLogits } from './golden-check.js';
+import { newTieCount, tieHook, withMsaHook, type MsaCall } from './msa-selection-ties.js';
 import { errRow, pagedBatch, worstRow, type SeqSpec } from './paged-attention-util.js';
 
 const H = 64;
@@ -326,10 +328,12 @@ function writeModel(dir: string, msa: boolean): void {
 const TOKENS = Array.from({ length: 96 }, (_, i) => (i * 37 + 11) % 1024);
 
 /**
- * Whole-model logits, GPU vs CPU with the FP8 cache on both. Dense attention: every position
- * within the issue's 3e-2. MSA: block selection is discrete, and bf16 index queries flip
- * near-tied blocks (the bf16-KV baseline of the same model shows it: 1.0e-1 max on one H200),
- * so there the median and the margin-checked top-1 are the criterion and the max is reported.
+ * Whole-model logits, GPU vs CPU with the FP8 cache on both: every position within the issue's
+ * 3e-2. MSA block selection is discrete and bf16 index queries flip near-tied blocks (the
+ * bf16-KV baseline of the same model: 1.0e-1 max on one H200), so on the MSA model the selections
+ * are compared row by row (msa-selection-ties.ts): no row may differ unless its blocks tie, and
+ * the max bound is held on a second GPU run whose tied rows take the CPU's choice (the natural
+ * run is held to the median and the margin-checked top-1 and its max is reported).
  */
 async function modelRows(
   cpu: CpuBackend,
@@ -338,12 +342,11 @@ async function modelRows(
   name: string,
   msa: boolean,
 ): Promise<Row[]> {
-  const run = async (be: Backend, kvCacheDtype: KvCacheDtype) =>
+  const logits = async (be: Backend, kvCacheDtype: KvCacheDtype) =>
     (await runForward(await loadModel(dir, { backend: be, kvCacheDtype }), TOKENS)).logits;
-  const g = compareLogits(await run(gpu, 'fp8_e4m3'), await run(cpu, 'fp8_e4m3'));
-  const base = compareLogits(await run(gpu, 'bf16'), await run(cpu, 'bf16'));
-  const detail = `${g.maxRel.toExponential(1)} max / ${g.top1Mismatch}/${g.top1Checked} flips / bf16-KV max ${base.maxRel.toExponential(1)}`;
-  if (!msa)
+  if (!msa) {
+    const g = compareLogits(await logits(gpu, 'fp8_e4m3'), await logits(cpu, 'fp8_e4m3'));
+    const base = compareLogits(await logits(gpu, 'bf16'), await logits(cpu, 'bf16'));
     return [
       errRow(`${name}, FP8 KV GPU vs CPU: max per-position rel logit err`, g.maxRel, LOGIT_LIMIT),
       {
@@ -353,19 +356,47 @@ async function modelRows(
         pass: g.top1Mismatch === 0,
       },
     ];
+  }
+  const f = await tieAwareRuns(cpu, gpu, dir, 'fp8_e4m3');
+  const base = await tieAwareRuns(cpu, gpu, dir, 'bf16');
+  const t = f.natural.ties;
   return [
+    {
+      check: `${name}, FP8 KV: selection rows differing from the CPU, untied (tied, at positions)`,
+      value: `${t.untied} (${t.tied}, ${t.positions.size})`,
+      limit: '0 untied',
+      pass: t.untied === 0 && f.forced.ties.untied === 0,
+    },
     errRow(
-      `${name}, FP8 KV GPU vs CPU: median per-position rel logit err`,
-      g.medianRel,
+      '  tied rows given the CPU choice: max per-position rel logit err',
+      f.forced.stats.maxRel,
       LOGIT_LIMIT,
     ),
+    errRow('  as run: median per-position rel logit err', f.natural.stats.medianRel, LOGIT_LIMIT),
     {
-      check: '  max rel (selection flips) / top-1 flips (margin-checked) / bf16-KV baseline max',
-      value: detail,
+      check: '  as run: max rel / top-1 flips (margin-checked) / bf16-KV max as run, ties given',
+      value: `${f.natural.stats.maxRel.toExponential(1)} / ${f.natural.stats.top1Mismatch}/${f.natural.stats.top1Checked} / ${base.natural.stats.maxRel.toExponential(1)}, ${base.forced.stats.maxRel.toExponential(1)}`,
       limit: '0 flips',
-      pass: g.top1Mismatch === 0,
+      pass: f.natural.stats.top1Mismatch === 0,
     },
   ];
+}
+
+/**
+ * The MSA model on the CPU (selections recorded), then on the GPU as run and with its tied
+ * selection rows given the CPU's choice.
+ */
+async function tieAwareRuns(cpu: CpuBackend, gpu: CudaBackend, dir: string, kv: KvCacheDtype) {
+  const forward = async (be: Backend) =>
+    (await runForward(await loadModel(dir, { backend: be, kvCacheDtype: kv }), TOKENS)).logits;
+  const calls: MsaCall[] = [];
+  const ref = await withMsaHook(cpu, (c) => calls.push(c), () => forward(cpu));
+  const run = async (force: boolean) => {
+    const ties = newTieCount();
+    const got = await withMsaHook(gpu, tieHook(gpu, calls, ties, force), () => forward(gpu));
+    return { ties, stats: compareLogits(got, ref) };
+  };
+  return { natural: await run(false), forced: await run(true) };
 }
 
 async function greedy(dir: string, gpu: CudaBackend, eager: boolean, prompts: number[][]) {
