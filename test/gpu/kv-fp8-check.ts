@@ -390,7 +390,11 @@ async function tieAwareRuns(cpu: CpuBackend, gpu: CudaBackend, dir: string, kv: 
   const forward = async (be: Backend) =>
     (await runForward(await loadModel(dir, { backend: be, kvCacheDtype: kv }), TOKENS)).logits;
   const calls: MsaCall[] = [];
-  const ref = await withMsaHook(cpu, (c) => calls.push(c), () => forward(cpu));
+  const ref = await withMsaHook(
+    cpu,
+    (c) => calls.push(c),
+    () => forward(cpu),
+  );
   const run = async (force: boolean) => {
     const ties = newTieCount();
     const got = await withMsaHook(gpu, tieHook(gpu, calls, ties, force), () => forward(gpu));
