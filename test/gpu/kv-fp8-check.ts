@@ -151,48 +151,50 @@ function attend(
   batch: ForwardBatch,
   q: Float32Array,
   blocks: Int32Array | null,
+  base: AttentionOptions = BASE,
 ): Float32Array {
   const meta: BatchMeta = be.prepareBatch(batch);
   const T = meta.numTokens;
   const qt = be.upload(q, [T, H * DH], 'bf16');
   const out = be.alloc([T, H * DH], 'bf16');
   const bt = blocks ? be.upload(blocks, [HKV, T, 16], 'i32') : null;
-  be.attention(out, qt, kv.k, kv.v, meta, { ...BASE, blocks: bt });
+  be.attention(out, qt, kv.k, kv.v, meta, { ...base, blocks: bt });
   const r = be.readF32(out);
   [qt, out, ...(bt ? [bt] : [])].forEach((t) => be.free(t));
   return r;
 }
 
+const ATTENTION_CASES: [string, SeqSpec, boolean][] = [
+  [
+    'decode (contexts 0, 63, 64, 65, 1000, 3000)',
+    [0, 63, 64, 65, 1000, 3000].map((c) => ({ numCached: c, numNew: 1 })),
+    false,
+  ],
+  [
+    'mixed (3 + 17 + 1 new tokens)',
+    [
+      { numCached: 100, numNew: 3 },
+      { numCached: 0, numNew: 17 },
+      { numCached: 700, numNew: 1 },
+    ],
+    false,
+  ],
+  ['MSA-sparse decode', [300, 1500, 2999].map((c) => ({ numCached: c, numNew: 1 })), true],
+  [
+    'dense prefill (tensor-core prefill kernel)',
+    [
+      { numCached: 0, numNew: 200 },
+      { numCached: 150, numNew: 130 },
+    ],
+    false,
+  ],
+];
+
 function attentionChecks(cpu: Backend, gpu: CudaBackend): Row[] {
   const kc = kvCaches(cpu);
   const kg = kvCaches(gpu);
-  const cases: [string, SeqSpec, boolean][] = [
-    [
-      'decode (contexts 0, 63, 64, 65, 1000, 3000)',
-      [0, 63, 64, 65, 1000, 3000].map((c) => ({ numCached: c, numNew: 1 })),
-      false,
-    ],
-    [
-      'mixed (3 + 17 + 1 new tokens)',
-      [
-        { numCached: 100, numNew: 3 },
-        { numCached: 0, numNew: 17 },
-        { numCached: 700, numNew: 1 },
-      ],
-      false,
-    ],
-    ['MSA-sparse decode', [300, 1500, 2999].map((c) => ({ numCached: c, numNew: 1 })), true],
-    [
-      'dense prefill (tensor-core prefill kernel)',
-      [
-        { numCached: 0, numNew: 200 },
-        { numCached: 150, numNew: 130 },
-      ],
-      false,
-    ],
-  ];
   const rows: Row[] = [];
-  cases.forEach(([name, spec, sparse], i) => {
+  ATTENTION_CASES.forEach(([name, spec, sparse], i) => {
     const batch = pagedBatch(spec, P, S, 'kv-fp8 attention check');
     const T = batch.tokenIds.length;
     const q = randArray(T * H * DH, 40 + i, 4);
@@ -203,6 +205,45 @@ function attentionChecks(cpu: Backend, gpu: CudaBackend): Row[] {
     rows.push(errRow(`  worst (token, head) row`, worstRow(g, c, DH), WORST_LIMIT));
   });
   return rows;
+}
+
+/** Values of random finite E4M3 codes (both signs, subnormals, ±448): each is exactly a bf16. */
+function codeValues(n: number, seed: number): Float32Array {
+  const finite = [...F8E4M3_TABLE.keys()].filter((b) => (b & 0x7f) !== 0x7f);
+  const r = randArray(n, seed, 1, false);
+  return Float32Array.from(r, (x) => F8E4M3_TABLE[finite[Math.floor((x + 1) * 127) % 254]!]!);
+}
+
+/**
+ * The FP8 kernels' widening is exact: with scales 1, attention over an E4M3 cache gives the same
+ * bits as over a bf16 cache holding the codes' values (same kernels, same MMA order), for every
+ * case above.
+ */
+function wideningChecks(gpu: CudaBackend): Row[] {
+  const kv = codeValues(P * S * W, 51);
+  const vv = codeValues(P * S * W, 52);
+  const fp8 = { k: filled(gpu, kv, W, 1), v: filled(gpu, vv, W, 1) };
+  const bf16 = { k: gpu.upload(kv, [P, S, W], 'bf16'), v: gpu.upload(vv, [P, S, W], 'bf16') };
+  const ones = { ...BASE, kScale: 1, vScale: 1 };
+  let differ = 0;
+  let total = 0;
+  ATTENTION_CASES.forEach(([name, spec, sparse], i) => {
+    const batch = pagedBatch(spec, P, S, `kv-fp8 widening check, ${name}`);
+    const q = randArray(batch.tokenIds.length * H * DH, 60 + i, 0.02);
+    const blocks = sparse ? sparseBlocks(spec) : null;
+    const a = attend(gpu, fp8, batch, q, blocks, ones);
+    differ += countDiff(a, attend(gpu, bf16, batch, q, blocks, ones));
+    total += a.length;
+  });
+  [fp8.k, fp8.v, bf16.k, bf16.v].forEach((t) => gpu.free(t));
+  return [
+    {
+      check: 'E4M3 widening (scales 1): outputs differing from the same kernels over bf16 values',
+      value: `${differ}/${total}`,
+      limit: '0',
+      pass: differ === 0 && total > 0,
+    },
+  ];
 }
 
 /** Block-max index scores of one (token, head) over the CPU's cached keys (host, f64). */
@@ -475,6 +516,7 @@ export async function checkKvFp8(cpu: CpuBackend, gpu: CudaBackend): Promise<Row
   };
   await part('cache write', () => cacheWriteChecks(cpu, gpu));
   await part('attention', () => attentionChecks(cpu, gpu));
+  await part('widening', () => wideningChecks(gpu));
   await part('msa', () => msaChecks(cpu, gpu));
   for (const msa of [false, true]) {
     const dir = mkdtempSync(join(tmpdir(), 'kv-fp8-'));
