@@ -4,7 +4,8 @@
  * against the CPU backend on a chunked-prefill batch of four sequences (cached context, 64-row
  * tiles spanning sequences, a one-token sequence), and against the scalar CUDA kernel (itself
  * checked against the CPU in op-check.ts) on 2,048-token prefills too large for the CPU here;
- * the kernel's other block shapes (PrefillTiling) on the same batches.
+ * the kernel's other block shapes (PrefillTiling) on the same batches; MSA-sparse prefill
+ * that selects every block taking the dense kernel (and one that does not, the sparse one).
  */
 import type { AttentionOptions, Backend } from '../../src/backend/backend.js';
 import {
@@ -52,17 +53,90 @@ function inputs(T: number, seed: number): { q: Float32Array; k: Float32Array; v:
   };
 }
 
-function run(be: Backend, batch: ForwardBatch, x: ReturnType<typeof inputs>): Float32Array {
+function run(
+  be: Backend,
+  batch: ForwardBatch,
+  x: ReturnType<typeof inputs>,
+  blocks: Int32Array | null = null,
+): Float32Array {
   const T = batch.tokenIds.length;
   const meta = be.prepareBatch(batch);
   const q = be.upload(x.q, [T, H * DH], 'bf16');
   const k = be.upload(x.k, [P, S, HKV * DH], 'bf16');
   const v = be.upload(x.v, [P, S, HKV * DH], 'bf16');
   const o = be.alloc([T, H * DH], 'bf16');
-  be.attention(o, q, k, v, meta, OPTS);
+  const bt = blocks ? be.upload(blocks, [HKV, T, TOPK], 'i32') : null;
+  be.attention(o, q, k, v, meta, { ...OPTS, blocks: bt });
   const out = be.readF32(o);
-  for (const t of [q, k, v, o]) be.free(t);
+  for (const t of [q, k, v, o, ...(bt ? [bt] : [])]) be.free(t);
   return out;
+}
+
+const TOPK = 16;
+
+/**
+ * MSA selections [Hkv, T, topk] as msaSelect makes them when a token sees at most topk blocks
+ * (all of them, in order, -1 padded); a token past that keeps its last topk blocks.
+ */
+function allBlocks(batch: ForwardBatch): Int32Array {
+  const pos = batch.seqs.flatMap((s) =>
+    Array.from({ length: s.numNew }, (_, i) => s.numCached + i),
+  );
+  const out = new Int32Array(HKV * pos.length * TOPK).fill(-1);
+  for (let g = 0; g < HKV; g++)
+    pos.forEach((p, t) => {
+      const n = Math.floor(p / S) + 1;
+      for (let j = 0; j < Math.min(n, TOPK); j++)
+        out[(g * pos.length + t) * TOPK + j] = n - Math.min(n, TOPK) + j;
+    });
+  return out;
+}
+
+/**
+ * MSA-sparse prefill whose tokens see at most topk blocks runs the dense prefill kernel
+ * (attention-ops.ts sparseIsDense): the same bits as dense attention, and the CPU's sparse
+ * result within the bound; one token past topk blocks keeps the sparse kernel (bits differ).
+ */
+function sparseAsDenseRows(cpu: Backend, gpu: CudaBackend): Row[] {
+  const dense = batchOf([
+    { numCached: 300, numNew: 200 },
+    { numCached: 0, numNew: 130 },
+    { numCached: 1900, numNew: 147 },
+  ]);
+  const x = inputs(dense.tokenIds.length, 70);
+  const blocks = allBlocks(dense);
+  const sparse = run(gpu, dense, x, blocks);
+  const same = countDiff(new Int32Array(sparse.buffer), new Int32Array(run(gpu, dense, x).buffer));
+  const past = batchOf([{ numCached: 1984, numNew: 128 }]); // positions to 2,111: 17 blocks
+  const y = inputs(past.tokenIds.length, 71);
+  const pastBlocks = allBlocks(past);
+  const pastSparse = run(gpu, past, y, pastBlocks);
+  const pastDiffer = countDiff(
+    new Int32Array(pastSparse.buffer),
+    new Int32Array(run(gpu, past, y).buffer),
+  );
+  return [
+    row(
+      'MSA prefill, every block selected (T=477, last position 2,046): TC vs CPU sparse',
+      relErr(sparse, run(cpu, dense, x, blocks)),
+    ),
+    {
+      check: '  bits differing from dense attention on the prefill kernel',
+      value: `${same}`,
+      limit: '0',
+      pass: same === 0,
+    },
+    row(
+      'MSA prefill past top-16 (positions to 2,111, last 16 blocks kept): CUDA vs CPU sparse',
+      relErr(pastSparse, run(cpu, past, y, pastBlocks)),
+    ),
+    {
+      check: '  the sparse kernel ran (bits differ from dense)',
+      value: `${pastDiffer}`,
+      limit: '>0',
+      pass: pastDiffer > 0,
+    },
+  ];
 }
 
 /** Tensor-core output (through the Backend) and the scalar kernel's on the same device data. */
@@ -162,5 +236,6 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   const base = runBoth(gpu, long, y).scalar;
   for (const t of runTilings(gpu, long, y))
     rows.push(row(`prefill attention TC ${t.name} vs scalar CUDA, T=1925`, relErr(t.out, base)));
+  rows.push(...sparseAsDenseRows(cpu, gpu));
   return rows;
 }

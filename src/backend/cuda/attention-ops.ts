@@ -43,7 +43,7 @@ export function attention(
   const T = meta.numTokens;
   if (
     prefill === 'tensor-cores' &&
-    !o.blocks &&
+    (!o.blocks || sparseIsDense(ctx, meta, o, k)) &&
     out.dtype === 'bf16' &&
     o.headDim % 16 === 0 &&
     o.headDim <= 128 &&
@@ -110,6 +110,21 @@ export function attention(
       splits,
     });
   }
+}
+
+/**
+ * Whether MSA-sparse attention over `o.blocks` is exactly dense causal attention: no token of
+ * the batch sees more than topk blocks of S keys, so its selection holds every one of them (the
+ * selection's definition: top-k of at most k candidates, shared/golden/README.md) and the dense
+ * prefill kernel computes the same sums without reading each token's keys separately. Decided
+ * on the host from the batch, so never while a graph is captured (a replay carries longer
+ * sequences).
+ */
+function sparseIsDense(ctx: OpContext, meta: CudaBatchMeta, o: AttentionOptions, k: Tensor) {
+  if (!o.blocks || ctx.dev.isCapturing) return false;
+  const S = k.shape[1]!;
+  const topk = o.blocks.shape[2]!;
+  return meta.batch.seqs.every((s) => Math.floor((s.numCached + s.numNew - 1) / S) < topk);
 }
 
 /** Why the scalar kernel cannot take an FP8 cache (it reads bf16 or f32 only). */
