@@ -1,7 +1,7 @@
 /**
  * The MoE layer's expert GEMMs on one GPU at MiniMax-M3's expert shape (D 6144, I 3072, 128
  * routed experts top-4 plus the shared one): the tile kernels of moe.cu against one cuBLAS GEMM
- * per expert, over token counts, after the correctness checks of test/gpu/moe-check.ts.
+ * per expert and one grouped cuBLAS GEMM per projection, over token counts, after the correctness checks of test/gpu/moe-check.ts.
  *   npm run bench:moe-gpu [-- --tokens 64,256,512,1024,2048,4096,8192] [--iters 10] [--out DIR]
  * Device time between CUDA events around the whole op (routing permutation to combine, the
  * per-expert path's host read of the counts included), median of --iters after one warm-up.
@@ -56,9 +56,11 @@ interface Row {
   expertsWithRows: number;
   tilesMs: number;
   cublasMs: number;
+  groupedMs: number;
   speedup: number;
   tilesTflops: number;
   cublasTflops: number;
+  groupedTflops: number;
   rooflineMs: number;
 }
 
@@ -82,6 +84,7 @@ async function main(): Promise<void> {
     const bytes = used * 3 * c.D * c.I * 2 + T * c.D * 4;
     const tilesMs = timePath(gpu, c, inp, 'tiles', iters);
     const cublasMs = timePath(gpu, c, inp, 'per-expert-cublas', iters);
+    const groupedMs = timePath(gpu, c, inp, 'grouped-cublas', iters);
     const gemmMs = (flops / (ceil.gemmTflops * 1e12)) * 1e3;
     const memMs = (bytes / (ceil.copyTBs * 1e12)) * 1e3;
     rows.push({
@@ -89,9 +92,11 @@ async function main(): Promise<void> {
       expertsWithRows: used,
       tilesMs,
       cublasMs,
+      groupedMs,
       speedup: tilesMs / cublasMs,
       tilesTflops: flops / tilesMs / 1e9,
       cublasTflops: flops / cublasMs / 1e9,
+      groupedTflops: flops / groupedMs / 1e9,
       rooflineMs: Math.max(gemmMs, memMs),
     });
     for (const t of Object.values(inp)) gpu.free(t);
@@ -100,11 +105,11 @@ async function main(): Promise<void> {
   const md = [
     `MoE expert GEMMs, D 6144, I 3072, 128 + 1 experts, top-4 + shared, bf16; GEMM ceiling ${ceil.gemmTflops.toFixed(0)} TFLOP/s, copy ${ceil.copyTBs.toFixed(2)} TB/s (same run).`,
     '',
-    '| tokens | experts with rows | tile kernels ms | per-expert cuBLAS ms | speed-up | tiles TFLOP/s | cuBLAS TFLOP/s | roofline ms |',
-    '|---|---|---|---|---|---|---|---|',
+    '| tokens | experts with rows | tile kernels ms | per-expert cuBLAS ms | grouped cuBLAS ms | speed-up (tiles / per-expert) | tiles TFLOP/s | cuBLAS TFLOP/s | grouped TFLOP/s | roofline ms |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.tokens} | ${r.expertsWithRows} | ${r.tilesMs.toFixed(3)} | ${r.cublasMs.toFixed(3)} | ${r.speedup.toFixed(2)} | ${r.tilesTflops.toFixed(0)} | ${r.cublasTflops.toFixed(0)} | ${r.rooflineMs.toFixed(3)} |`,
+        `| ${r.tokens} | ${r.expertsWithRows} | ${r.tilesMs.toFixed(3)} | ${r.cublasMs.toFixed(3)} | ${r.groupedMs.toFixed(3)} | ${r.speedup.toFixed(2)} | ${r.tilesTflops.toFixed(0)} | ${r.cublasTflops.toFixed(0)} | ${r.groupedTflops.toFixed(0)} | ${r.rooflineMs.toFixed(3)} |`,
     ),
   ].join('\n');
   console.log(`\n${md}`);

@@ -1,5 +1,5 @@
 /**
- * GEMMs through cuBLAS (cublasGemmEx): bf16 or f32 operands, f32 accumulation
+ * GEMMs through cuBLAS (cublasGemmEx, and cublasGemmGroupedBatchedEx for the MoE's experts): bf16 or f32 operands, f32 accumulation
  * (CUBLAS_COMPUTE_32F, so f32 x f32 stays true f32, no TF32), bf16 or f32 output.
  * Row-major out[M, N] = x[M, K] . w[N, K]^T is column-major out^T = w^T(op T) . x^T.
  */
@@ -36,6 +36,43 @@ export class CublasGemm {
     const v = [0];
     dev.check.cublas(cublas.cublasGetVersion(this.handle, v), 'cublasGetVersion');
     this.version = v[0]!;
+  }
+
+  /**
+   * A grouped GEMM in one call (cublasGemmGroupedBatchedEx, one group per problem): problem i is
+   * out_i[rows[i], N] = x_i[rows[i], K] . w_i[N, K]^T, bf16 operands, f32 accumulation.
+   * `ptrs` is a device array of 3 * rows.length pointers: every w_i, then every x_i, then every
+   * out_i.
+   */
+  grouped(ptrs: number, outType: GemmType, rows: Int32Array, N: number, K: number): void {
+    const n = rows.length;
+    if (n === 0) return;
+    const fill = (v: number) => new Int32Array(n).fill(v);
+    const ones = new Float32Array(n).fill(1);
+    const res = this.dev.libs.cublas.cublasGemmGroupedBatchedEx(
+      this.handle,
+      fill(CUBLAS_OP_T),
+      fill(CUBLAS_OP_N),
+      fill(N),
+      rows,
+      fill(K),
+      ones,
+      ptrs,
+      CUDA_R_16BF,
+      fill(K),
+      ptrs + n * 8,
+      CUDA_R_16BF,
+      fill(K),
+      new Float32Array(n),
+      ptrs + 2 * n * 8,
+      outType === 'bf16' ? CUDA_R_16BF : CUDA_R_32F,
+      fill(N),
+      n,
+      fill(1),
+      CUBLAS_COMPUTE_32F,
+    ) as number;
+    if (res !== 0)
+      this.dev.check.cublas(res, `cublasGemmGroupedBatchedEx(${n} problems, N=${N}, K=${K})`);
   }
 
   /** out[M, N] = x[M, K] . w[N, K]^T (optionally += when accumulate). */

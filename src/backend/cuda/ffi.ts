@@ -224,6 +224,12 @@ function declareCublas(lib: Lib) {
       'cublasGemmEx',
       'int %(void *h, int ta, int tb, int m, int n, int k, const void *alpha, uint64_t A, int At, int lda, uint64_t B, int Bt, int ldb, const void *beta, uint64_t C, int Ct, int ldc, int compute, int algo)',
     ),
+    // Problem arrays (ta..k, lda.., alpha/beta per group, groupSize) on the host; A, B, C are
+    // device arrays of device pointers (cuBLAS 12.5+).
+    cublasGemmGroupedBatchedEx: d(
+      'cublasGemmGroupedBatchedEx',
+      'int %(void *h, const int *ta, const int *tb, const int *m, const int *n, const int *k, const void *alpha, uint64_t A, int At, const int *lda, uint64_t B, int Bt, const int *ldb, const void *beta, uint64_t C, int Ct, const int *ldc, int groupCount, const int *groupSize, int compute)',
+    ),
     cublasGemmStridedBatchedEx: d(
       'cublasGemmStridedBatchedEx',
       'int %(void *h, int ta, int tb, int m, int n, int k, const void *alpha, uint64_t A, int At, int lda, int64_t sA, uint64_t B, int Bt, int ldb, int64_t sB, const void *beta, uint64_t C, int Ct, int ldc, int64_t sC, int batch, int compute, int algo)',

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { MOE_CUBLAS_MIN_TOKENS, moeGemmPath } from './moe-expert-gemm.js';
 
 describe('MoE expert-GEMM path choice', () => {
-  it('takes per-expert cuBLAS only for bf16 batches from the measured crossover, outside capture', () => {
-    expect(moeGemmPath(MOE_CUBLAS_MIN_TOKENS, true, false)).toBe('per-expert-cublas');
-    expect(moeGemmPath(8192, true, false)).toBe('per-expert-cublas');
+  it('takes the grouped cuBLAS GEMMs only for bf16 batches from the measured crossover, outside capture', () => {
+    expect(moeGemmPath(MOE_CUBLAS_MIN_TOKENS, true, false)).toBe('grouped-cublas');
+    expect(moeGemmPath(8192, true, false)).toBe('grouped-cublas');
     expect(moeGemmPath(MOE_CUBLAS_MIN_TOKENS - 1, true, false)).toBe('tiles');
     // A captured graph cannot hold the host read of the expert counts.
     expect(moeGemmPath(8192, true, true)).toBe('tiles');

@@ -18,8 +18,11 @@ import { launchKernel } from './kernel-launch.js';
 import { MOE_COMBINE_SCALED, MOE_GATHER_ROWS, SWIGLU } from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
-/** How a batch's expert GEMMs run. */
-export type MoeGemmPath = 'tiles' | 'per-expert-cublas';
+/**
+ * How a batch's expert GEMMs run: the tile kernels (moe.cu), one cuBLAS GEMM per expert, or
+ * (bf16 weights) one grouped cuBLAS GEMM for all experts' gate|up and one for their down.
+ */
+export type MoeGemmPath = 'tiles' | 'per-expert-cublas' | 'grouped-cublas';
 
 /**
  * Token count from which a bf16 batch outside graph capture takes the per-expert cuBLAS path.
@@ -30,7 +33,7 @@ export type MoeGemmPath = 'tiles' | 'per-expert-cublas';
 export const MOE_CUBLAS_MIN_TOKENS = 1280;
 
 export function moeGemmPath(T: number, tensorCores: boolean, capturing: boolean): MoeGemmPath {
-  return tensorCores && !capturing && T >= MOE_CUBLAS_MIN_TOKENS ? 'per-expert-cublas' : 'tiles';
+  return tensorCores && !capturing && T >= MOE_CUBLAS_MIN_TOKENS ? 'grouped-cublas' : 'tiles';
 }
 
 /** Device buffers of the permutation (moe-ops.ts `permute` filled them). */
@@ -69,6 +72,11 @@ export interface ExpertOperands {
   /** [T, D] output and its type letter. */
   readonly out: number;
   readonly outLetter: 'b' | 'f';
+  /**
+   * True when every expert's gateUpOf/downOf pointer stays valid at once (stacked bf16 weights):
+   * the GEMMs may then run grouped, two cuBLAS calls per layer instead of two per expert.
+   */
+  readonly grouped: boolean;
 }
 
 /** Rows per expert, read from the device (waits for the stream). */
@@ -76,6 +84,37 @@ function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
   const off = new Int32Array(p.E + 1);
   ctx.dev.download(off, p.offsets);
   return off;
+}
+
+/**
+ * The grouped GEMMs' operands: rows of each non-empty expert and, in one device buffer, the
+ * pointer arrays of both GEMMs (gate|up: weights, gathered inputs, f32 outputs; down: weights,
+ * activations, f32 outputs), uploaded once before either runs (the upload waits for the stream).
+ */
+function groupedProblems(
+  ctx: OpContext,
+  off: Int32Array,
+  p: MoePermutation,
+  w: ExpertOperands,
+  xs: number,
+): { rows: Int32Array; gateUp: number; down: number } {
+  const { D, I, E } = p;
+  const experts = Array.from({ length: E }, (_, e) => e).filter((e) => off[e + 1]! > off[e]!);
+  const n = experts.length;
+  const ptrs = new BigUint64Array(6 * n);
+  experts.forEach((e, i) => {
+    const r0 = off[e]!;
+    ptrs[i] = BigInt(w.gateUpOf(e));
+    ptrs[n + i] = BigInt(xs + r0 * D * 2);
+    ptrs[2 * n + i] = BigInt(p.y + r0 * 2 * I * 4);
+    ptrs[3 * n + i] = BigInt(w.downOf(e));
+    ptrs[4 * n + i] = BigInt(p.act + r0 * I * 2);
+    ptrs[5 * n + i] = BigInt(p.y + r0 * D * 4);
+  });
+  const buf = ctx.ws.get('moe.grouped.ptrs', Math.max(8, ptrs.byteLength));
+  ctx.dev.upload(buf, ptrs);
+  const rows = Int32Array.from(experts, (e) => off[e + 1]! - off[e]!);
+  return { rows, gateUp: buf, down: buf + 3 * n * 8 };
 }
 
 export function perExpertCublasGemms(
@@ -96,7 +135,9 @@ export function perExpertCublasGemms(
     { grid: [n, 1, 1], block: [128, 1, 1] },
     { xs, x: w.x, perm: p.perm, Kw, D },
   );
-  for (let e = 0; e < E; e++) {
+  const grouped = w.grouped ? groupedProblems(ctx, off, p, w, xs) : null;
+  if (grouped) gemm.grouped(grouped.gateUp, 'f32', grouped.rows, 2 * I, D);
+  for (let e = 0; !grouped && e < E; e++) {
     const rows = off[e + 1]! - off[e]!;
     if (rows === 0) continue;
     const r0 = off[e]!;
@@ -109,7 +150,8 @@ export function perExpertCublasGemms(
     { grid: strideGrid(ctx, n * I), block: [256, 1, 1] },
     { out: p.act, gu: h, M: n, I, alpha: o.alpha, limit: o.limit },
   );
-  for (let e = 0; e < E; e++) {
+  if (grouped) gemm.grouped(grouped.down, 'f32', grouped.rows, D, I);
+  for (let e = 0; !grouped && e < E; e++) {
     const rows = off[e + 1]! - off[e]!;
     if (rows === 0) continue;
     const r0 = off[e]!;

@@ -293,13 +293,13 @@ export function moe(
   }
   const mma = gu.dtype === 'bf16' && xi.dtype === 'bf16' && D % 64 === 0 && I % 64 === 0;
   const how = path ?? moeGemmPath(T, mma, ctx.dev.isCapturing);
-  if (how === 'per-expert-cublas' && !mma)
+  if (how !== 'tiles' && !mma)
     throw new Error(
-      'moe: the per-expert cuBLAS path needs bf16 weights and input, D and I multiples of 64',
+      'moe: the per-expert cuBLAS paths need bf16 weights and input, D and I multiples of 64',
     );
   const p = planMoe(ctx, T, D, I, E, Kw, mma, how);
   permute(ctx, p, ii.ptr, ew.firstExpert);
-  if (how === 'per-expert-cublas') {
+  if (how !== 'tiles') {
     const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
     const [g, d] = [gu.ptr, dn.ptr];
     const operands = {
@@ -308,6 +308,7 @@ export function moe(
       x: xi.ptr,
       rw: wi.ptr,
       out: xo.ptr,
+      grouped: how === 'grouped-cublas',
     };
     perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
     return;
@@ -368,6 +369,7 @@ function moeFp8(
       x: xi.ptr,
       rw: wi.ptr,
       out: xo.ptr,
+      grouped: false, // one dequantized expert buffer, reused
     };
     perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
     return true;
