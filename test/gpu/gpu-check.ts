@@ -2,7 +2,7 @@
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
  *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), attention,
- *                comm, comm-procs, gemm-rs, group, fp8-real] [--fp8-real-positions 2]
+ *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  *        [--group-failures 0,1,2]
@@ -42,6 +42,7 @@ import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
 import { checkFp8Real } from './fp8-real-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
+import { checkTinyLong } from './tiny-long-check.js';
 import { checkMoePaths } from './moe-check.js';
 import { checkMsaModel } from './msa-model-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
@@ -91,6 +92,19 @@ async function main(): Promise<void> {
     const gpu32 = await createCudaBackend({ float32: true });
     const rows = [...checkMsaPrefill(cpu, gpu), ...(await checkMsaModel(cpu, gpu, gpu32))];
     printTable('MSA selection, sparse attention and an MSA model at long context', rows);
+    all.push(...rows);
+  }
+  if (only.has('tiny-long')) {
+    // Opt-in diagnosis: tiny-moe at the group check's 1,101-token prompt (tiny-long-check.ts).
+    const gpu32 = await createCudaBackend({ float32: true });
+    const rows = await checkTinyLong(cpu, gpu, gpu32, golden).catch((e: Error) => {
+      console.error(e.stack);
+      return [{ check: 'tiny-long', value: 'error', limit: '-', pass: false }];
+    });
+    printTable(
+      'tiny-moe at 1,101 tokens: its kernels vs CPU, f32 mode, bf16 with ties given',
+      rows,
+    );
     all.push(...rows);
   }
   if (only.has('golden')) {
