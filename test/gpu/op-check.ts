@@ -179,9 +179,15 @@ export function checkOps(cpu: Backend, gpu: Backend): Row[] {
     const o2 = { numHeads: 2, headDim: 16, rotaryDim: 8, theta: 1e4 };
     cpu.rope(y.cpu, m.cpu, o2);
     gpu.rope(y.gpu, m.gpu, o2);
+    // 13 heads: a thread rotates 8 heads with one angle, so the last group is partial.
+    const z = b.rand([T, 13 * 128], 'f32', 15);
+    const o3 = { numHeads: 13, headDim: 128, rotaryDim: 64, theta: 5e6 };
+    cpu.rope(z.cpu, m.cpu, o3);
+    gpu.rope(z.gpu, m.gpu, o3);
     return [
       floatRow('rope f32 Dh 128 rot 64', b.rel(x), 1e-5),
       floatRow('rope bf16 Dh 16 rot 8', b.rel(y)),
+      floatRow('rope f32 13 heads (a partial group of 8)', b.rel(z), 1e-5),
     ];
   });
 

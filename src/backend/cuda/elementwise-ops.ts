@@ -108,6 +108,9 @@ export function add(ctx: OpContext, out: Tensor, a: Tensor, b: Tensor): void {
   );
 }
 
+/** Heads one RoPE thread rotates with one angle (elementwise.cu ROPE_HEADS). */
+const ROPE_HEADS = 8;
+
 export function rope(
   ctx: OpContext,
   x: Tensor,
@@ -115,7 +118,8 @@ export function rope(
   o: { numHeads: number; headDim: number; rotaryDim: number; theta: number },
 ): void {
   const xi = cuda(x, 'rope.x', ['bf16', 'f32'], [meta.numTokens, o.numHeads * o.headDim]);
-  const n = meta.numTokens * o.numHeads * (o.rotaryDim / 2);
+  // One thread per (token, pair, group of ROPE_HEADS heads): elementwise.cu's rope_impl.
+  const n = meta.numTokens * Math.ceil(o.numHeads / ROPE_HEADS) * (o.rotaryDim / 2);
   launchKernel(
     ctx,
     ROPE,

@@ -28,7 +28,7 @@ export const ROPE = kernel({
   file: 'elementwise',
   names: variants('rope_', B),
   args: { x: 'ptr', pos: 'ptr', T: 'i32', H: 'i32', Dh: 'i32', R: 'i32', theta: 'f64' },
-  launch: 'grid-stride over T*H*(R/2), block 256',
+  launch: 'grid-stride over T*ceil(H/8)*(R/2), block 256',
 });
 export const WRITE_CACHE = kernel({
   file: 'elementwise',

@@ -30,25 +30,30 @@ FOR_2TYPES(EMB)
 FOR_3TYPES(ADD)
 
 // In-place partial NeoX RoPE on x [T, H*Dh]: pairs (i, i+R/2) for i < R/2, angle
-// pos * theta^(-2i/R) computed in double (positions reach 10^5..10^6).
-// grid-stride over T*H*(R/2).
+// pos * theta^(-2i/R) computed in double (positions reach 10^5..10^6). A thread takes pair i of
+// ROPE_HEADS consecutive heads of one token, so the double pow and sincos (most of the cost:
+// large angles take the slow argument reduction) run once per ROPE_HEADS heads.
+// grid-stride over T*ceil(H/ROPE_HEADS)*(R/2).
+#define ROPE_HEADS 8
 template <typename T>
 __device__ void rope_impl(T* x, const int* pos, int T_, int H, int Dh, int R, double theta) {
-  const int half = R / 2;
-  const long long n = (long long)T_ * H * half;
+  const int half = R / 2, HG = (H + ROPE_HEADS - 1) / ROPE_HEADS;
+  const long long n = (long long)T_ * HG * half;
   for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n;
        idx += (long long)gridDim.x * blockDim.x) {
     const int i = idx % half;
-    const long long th = idx / half;  // t*H + h
-    const int t = th / H;
+    const long long tg = idx / half;  // t*HG + head group
+    const int t = tg / HG, h0 = (tg % HG) * ROPE_HEADS;
     const double inv = pow(theta, -2.0 * i / (double)R);
     double s, c;
     sincos((double)pos[t] * inv, &s, &c);
-    T* p = x + th * Dh;
-    const float x1 = ldf(p + i), x2 = ldf(p + i + half);
     const float cf = (float)c, sf = (float)s;
-    stf(p + i, x1 * cf - x2 * sf);
-    stf(p + i + half, x2 * cf + x1 * sf);
+    for (int h = h0; h < min(H, h0 + ROPE_HEADS); h++) {
+      T* p = x + ((long long)t * H + h) * Dh;
+      const float x1 = ldf(p + i), x2 = ldf(p + i + half);
+      stf(p + i, x1 * cf - x2 * sf);
+      stf(p + i + half, x2 * cf + x1 * sf);
+    }
   }
 }
 extern "C" __global__ void rope_b(bf16_t* x, const int* pos, int T, int H, int Dh, int R, double theta) {
