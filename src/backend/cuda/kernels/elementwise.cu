@@ -92,17 +92,29 @@ __device__ __forceinline__ float swiglu_oai(float g, float u, float alpha, float
   u = fminf(fmaxf(u, -limit), limit);
   return g / (1.f + expf(-alpha * g)) * (u + 1.f);
 }
+template <typename TO, typename TI>
+__device__ __forceinline__ void swiglu_at(TO* out, const TI* gu, long long m, int i, int I,
+                                          float alpha, float limit) {
+  const TI* row = gu + m * 2 * I;
+  stf(out + m * I + i, swiglu_oai(ldf(row + i), ldf(row + I + i), alpha, limit));
+}
+// Below 2^31 elements the row/column split uses 32-bit division: the 64-bit one cost more
+// than the activation itself (the kernel is otherwise bound by its 6 bytes per element).
 #define SWIGLU(S, TO, TI)                                                                      \
   extern "C" __global__ void swiglu_##S(TO* out, const TI* gu, long long M, int I, float alpha, \
                                         float limit) {                                         \
     const long long n = M * I;                                                                 \
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n;            \
-         idx += (long long)gridDim.x * blockDim.x) {                                           \
-      const long long m = idx / I;                                                             \
-      const int i = idx % I;                                                                   \
-      const TI* row = gu + m * 2 * I;                                                          \
-      stf(out + idx, swiglu_oai(ldf(row + i), ldf(row + I + i), alpha, limit));                \
+    if (n <= 0x7fffffffLL) {                                                                   \
+      for (unsigned idx = blockIdx.x * blockDim.x + threadIdx.x; idx < (unsigned)n;           \
+           idx += gridDim.x * blockDim.x) {                                                   \
+        const unsigned m = idx / (unsigned)I;                                                  \
+        swiglu_at(out, gu, m, (int)(idx - m * (unsigned)I), I, alpha, limit);                  \
+      }                                                                                        \
+      return;                                                                                  \
     }                                                                                          \
+    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n;            \
+         idx += (long long)gridDim.x * blockDim.x)                                             \
+      swiglu_at(out, gu, idx / I, (int)(idx % I), I, alpha, limit);                            \
   }
 FOR_2TYPES(SWIGLU)
 
