@@ -45,11 +45,13 @@ export class CublasGemm {
    * out_i.
    */
   grouped(ptrs: number, outType: GemmType, rows: Int32Array, N: number, K: number): void {
+    const call = this.dev.libs.cublas.cublasGemmGroupedBatchedEx;
+    if (!call) throw new Error(`cuBLAS ${this.version} has no cublasGemmGroupedBatchedEx (12.5+)`);
     const n = rows.length;
     if (n === 0) return;
     const fill = (v: number) => new Int32Array(n).fill(v);
     const ones = new Float32Array(n).fill(1);
-    const res = this.dev.libs.cublas.cublasGemmGroupedBatchedEx(
+    const res = call(
       this.handle,
       fill(CUBLAS_OP_T),
       fill(CUBLAS_OP_N),
@@ -73,6 +75,11 @@ export class CublasGemm {
     ) as number;
     if (res !== 0)
       this.dev.check.cublas(res, `cublasGemmGroupedBatchedEx(${n} problems, N=${N}, K=${K})`);
+  }
+
+  /** Whether `grouped` is available (cuBLAS 12.5+). */
+  get hasGrouped(): boolean {
+    return this.dev.libs.cublas.cublasGemmGroupedBatchedEx !== null;
   }
 
   /** out[M, N] = x[M, K] . w[N, K]^T (optionally += when accumulate). */

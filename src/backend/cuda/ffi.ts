@@ -42,6 +42,16 @@ function decl(lib: Lib, names: readonly string[], sig: string): Fn {
   throw new CudaLoadError(`symbol ${names.join(' / ')} not found`);
 }
 
+/** A symbol newer libraries have: null when this one lacks it. */
+function optional(declare: () => Fn): Fn | null {
+  try {
+    return declare();
+  } catch (e) {
+    if (e instanceof CudaLoadError) return null;
+    throw e;
+  }
+}
+
 function declareDriver(lib: Lib) {
   const d = (names: string | readonly string[], sig: string): Fn =>
     decl(lib, typeof names === 'string' ? [names] : names, sig);
@@ -225,10 +235,12 @@ function declareCublas(lib: Lib) {
       'int %(void *h, int ta, int tb, int m, int n, int k, const void *alpha, uint64_t A, int At, int lda, uint64_t B, int Bt, int ldb, const void *beta, uint64_t C, int Ct, int ldc, int compute, int algo)',
     ),
     // Problem arrays (ta..k, lda.., alpha/beta per group, groupSize) on the host; A, B, C are
-    // device arrays of device pointers (cuBLAS 12.5+).
-    cublasGemmGroupedBatchedEx: d(
-      'cublasGemmGroupedBatchedEx',
-      'int %(void *h, const int *ta, const int *tb, const int *m, const int *n, const int *k, const void *alpha, uint64_t A, int At, const int *lda, uint64_t B, int Bt, const int *ldb, const void *beta, uint64_t C, int Ct, const int *ldc, int groupCount, const int *groupSize, int compute)',
+    // device arrays of device pointers. cuBLAS 12.5+: null before (the MoE then loops).
+    cublasGemmGroupedBatchedEx: optional(() =>
+      d(
+        'cublasGemmGroupedBatchedEx',
+        'int %(void *h, const int *ta, const int *tb, const int *m, const int *n, const int *k, const void *alpha, uint64_t A, int At, const int *lda, uint64_t B, int Bt, const int *ldb, const void *beta, uint64_t C, int Ct, const int *ldc, int groupCount, const int *groupSize, int compute)',
+      ),
     ),
     cublasGemmStridedBatchedEx: d(
       'cublasGemmStridedBatchedEx',

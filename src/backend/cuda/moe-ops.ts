@@ -292,7 +292,9 @@ export function moe(
     throw new Error('moe: gateUp and down must both be FP8 or both not');
   }
   const mma = gu.dtype === 'bf16' && xi.dtype === 'bf16' && D % 64 === 0 && I % 64 === 0;
-  const how = path ?? moeGemmPath(T, mma, ctx.dev.isCapturing);
+  // By default; before cuBLAS 12.5 (no grouped GEMM) the same GEMMs run one expert at a time.
+  const auto = moeGemmPath(T, mma, ctx.dev.isCapturing);
+  const how = path ?? (auto === 'grouped-cublas' && !gemm.hasGrouped ? 'per-expert-cublas' : auto);
   if (how !== 'tiles' && !mma)
     throw new Error(
       'moe: the per-expert cuBLAS paths need bf16 weights and input, D and I multiples of 64',
