@@ -2,7 +2,7 @@
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
  *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), attention,
- *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long] [--fp8-real-positions 2]
+ *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  *        [--group-failures 0,1,2]
@@ -86,6 +86,12 @@ async function main(): Promise<void> {
     // The attention kernels' checks alone (also part of ops), for a quick look after a change.
     const rows = [...checkPrefillAttention(cpu, gpu), ...checkDecodeAttention(cpu, gpu)];
     printTable('attention kernels: CUDA vs CPU', rows);
+    all.push(...rows);
+  }
+  if (only.has('msa-ops')) {
+    // The MSA selection and sparse attention checks of `msa` without its model check.
+    const rows = checkMsaPrefill(cpu, gpu);
+    printTable('MSA selection and sparse attention vs CPU', rows);
     all.push(...rows);
   }
   if (only.has('msa')) {

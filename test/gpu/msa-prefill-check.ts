@@ -234,6 +234,25 @@ export function checkMsaPrefill(cpu: Backend, gpu: CudaBackend): Row[] {
     limit: '>0',
     pass: differ > 0,
   });
+  // A decode batch (one token per sequence: msa-score.cu's one-token blocks), contexts on both
+  // sides of top-16 blocks (2,047 and 2,048 tokens: the scores are skipped below).
+  const decode = batchOf(
+    [1, 100, 129, 2047, 2048, 3000, 5000, 9000].map((c) => ({ numCached: c, numNew: 1 })),
+  );
+  const xd = inputs(decode.tokenIds.length, 65);
+  const tiedD = tiedRows(decode, xd.iq, xd.ik);
+  const dd = compareIds(
+    gpuSelect(gpu, decode, xd, 'tensor-cores'),
+    cpuSelect(cpu, decode, xd),
+    tiedD,
+  );
+  rows.push(
+    row(
+      `MSA selection TC vs CPU, decode batch (8 sequences, contexts 1..9,001; ${tiedD.size} tied): untied rows differing`,
+      dd.untied,
+      0,
+    ),
+  );
   // One 8,192-token prefill: too big for the CPU here; TC against the scalar CUDA kernels.
   const long = batchOf([{ numCached: 0, numNew: 8192 }]);
   const y = inputs(8192, 70);

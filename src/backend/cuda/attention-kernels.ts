@@ -121,8 +121,10 @@ export const MSA_BLOCK_SCORES = kernel({
     nT: 'i32',
     Hi: 'i32',
     S: 'i32',
+    tileRows: 'i32',
+    topk: 'i32',
   },
-  launch: 'grid (ceil(nT/64), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2',
+  launch: 'grid (ceil(nT/tileRows), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2',
   defines: ['MSA_DI', 'KV_FP8'],
 });
 export const MSA_TOPK = kernel({

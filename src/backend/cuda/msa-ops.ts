@@ -90,9 +90,11 @@ function blockScoresTopk(
   const scores = ctx.ws.get('msa.scores', 4 * Hi * Math.min(chunk, T) * stride);
   const smemScores = 2 * 64 * (Di + 8) * 2;
   const smemTopk = Math.ceil((stride * 5) / 16) * 16;
+  // Decode (one token per sequence): one token per block, so sequences score in parallel.
+  const tileRows = meta.numSeqs === T ? 1 : 64;
   for (let t0 = 0; t0 < T; t0 += chunk) {
     const nT = Math.min(chunk, T - t0);
-    const tiles = Math.ceil(nT / 64);
+    const tiles = Math.ceil(nT / tileRows);
     const Z = Math.max(1, Math.min(stride, Math.ceil((2 * ctx.dev.smCount) / (tiles * Hi))));
     launchKernel(
       ctx,
@@ -116,6 +118,8 @@ function blockScoresTopk(
         nT,
         Hi,
         S,
+        tileRows,
+        topk,
       },
     );
     launchKernel(

@@ -7,8 +7,11 @@
 //   64-token x 64-key tiles, double-buffered cp.async key tiles; a tile spanning sequences runs
 //   once per run of rows of one sequence (as attention-prefill.cu). Blocks past a token's
 //   position are not written.
-//   Launch: grid (ceil(nT/64), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2 bytes; z takes blocks
-//   [z*ceil(pageStride/Z), ...) so short batches (decode) still fill the GPU.
+//   Launch: grid (ceil(nT/tileRows), Hi, Z), block 128, dyn smem 2*64*(Di+8)*2 bytes; z takes
+//   blocks [z*ceil(pageStride/Z), ...) so short batches (decode) still fill the GPU. tileRows is
+//   64, or 1 for decode batches (one token per sequence: a 64-row tile would walk its 64
+//   sequences one after another). Runs whose rows all see at most topk blocks are skipped
+//   (msa_topk selects every block there without scores).
 //   scores [Hi, nT, pageStride] f32; Di = MSA_DI (multiple of 16, <= 128); S % 64 == 0.
 //
 // msa_topk: per (token, index head) the first initBlocks and the last localBlocks candidates
@@ -71,17 +74,18 @@ __device__ __forceinline__ void load_keys(bf16_t* ks, const kv_t* kc, const int*
 
 extern "C" __global__ void __launch_bounds__(128) msa_block_scores(
     float* scores, const bf16_t* idxQ, const kv_t* idxK, const int* positions,
-    const int* seqOfToken, const int* pageTable, int pageStride, int t0, int nT, int Hi, int S) {
+    const int* seqOfToken, const int* pageTable, int pageStride, int t0, int nT, int Hi, int S,
+    int tileRows, int topk) {
   extern __shared__ __align__(16) unsigned char smraw[];
   bf16_t* sk = reinterpret_cast<bf16_t*>(smraw);  // 2 stages x [BN][KP]
   __shared__ int rowPos[BM], rowSeq[BM];
   constexpr int DI = MSA_DI, KT = DI / 16;
-  const int tb = blockIdx.x * BM, h = blockIdx.y;
+  const int tb = blockIdx.x * tileRows, h = blockIdx.y;
   const int bpz = (pageStride + gridDim.z - 1) / gridDim.z;
   const int bLo = blockIdx.z * bpz, bHi = min(pageStride, bLo + bpz);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int qr = lane >> 2, qc = (lane & 3) * 2;
-  const int nrows = min(BM, nT - tb);
+  const int nrows = min(tileRows, nT - tb);
   if (tid < BM) {
     rowPos[tid] = tid < nrows ? positions[t0 + tb + tid] : -1;
     rowSeq[tid] = tid < nrows ? seqOfToken[t0 + tb + tid] : -1;
@@ -98,6 +102,10 @@ extern "C" __global__ void __launch_bounds__(128) msa_block_scores(
     const int seq = rowSeq[a];
     int b = a + 1, hi = rowPos[a] + 1;
     while (b < nrows && rowSeq[b] == seq) hi = max(hi, rowPos[b] + 1), b++;
+    if (hi <= topk * S) {  // every row sees at most topk blocks: msa_topk takes them all
+      a = b;
+      continue;
+    }
     const int p0 = (r0 >= a && r0 < b) ? rowPos[r0] : -1;
     const int p1 = (r1 >= a && r1 < b) ? rowPos[r1] : -1;
     int wmax = max(p0, p1);
