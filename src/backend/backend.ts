@@ -77,6 +77,14 @@ export interface Backend {
    */
   writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale?: number): void;
   /**
+   * Optional fusion of an attention layer's input steps, with exactly the results of
+   *   rmsNorm(q, q, qNorm); rmsNorm(k, k, kNorm); rope(q); rope(k);
+   *   writeCache(kCache, k, kScale); writeCache(vCache, v, vScale)   (no v: the last is skipped)
+   * (q [T, Hq*Dh], k [T, Hk*Dh] updated in place). model/minimax-m3/norm-rope-cache.ts runs
+   * the sequence where a backend has none.
+   */
+  normRopeCache?(o: NormRopeCacheArgs, meta: BatchMeta): void;
+  /**
    * Causal GQA attention of q [T, H*Dh] over the paged caches k, v [P, S, Hkv*Dh] (this step's
    * K/V already written). With `blocks` [Hkv, T, topk] (i32, −1 = unused) each KV group only
    * attends to the listed S-sized blocks. out [T, H*Dh].
@@ -147,6 +155,25 @@ export interface RopeOptions {
   readonly headDim: number;
   readonly rotaryDim: number;
   readonly theta: number;
+}
+
+export interface NormRopeCacheArgs {
+  readonly q: Tensor;
+  readonly k: Tensor;
+  /** null for a key-only cache (the MSA index keys). */
+  readonly v: Tensor | null;
+  readonly qNorm: Tensor;
+  readonly kNorm: Tensor;
+  readonly kCache: Tensor;
+  readonly vCache: Tensor | null;
+  readonly numQHeads: number;
+  readonly numKHeads: number;
+  readonly headDim: number;
+  readonly rotaryDim: number;
+  readonly theta: number;
+  readonly eps: number;
+  readonly kScale: number;
+  readonly vScale: number;
 }
 
 export interface AttentionOptions {

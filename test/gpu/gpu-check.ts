@@ -42,6 +42,7 @@ import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
 import { checkFp8Real } from './fp8-real-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
+import { checkNormRopeCache } from './norm-rope-cache-check.js';
 import { checkTinyLong } from './tiny-long-check.js';
 import { checkMoePaths } from './moe-check.js';
 import { checkMsaModel } from './msa-model-check.js';
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
       ...checkPrefillAttention(cpu, gpu),
       ...checkDecodeAttention(cpu, gpu),
       ...checkMoePaths(cpu, gpu),
+      ...(await checkNormRopeCache(gpu)),
     ];
     printTable('ops: CUDA vs CPU', rows);
     all.push(...rows);

@@ -13,6 +13,7 @@ const OPS = [
   'add',
   'rope',
   'writeCache',
+  'normRopeCache',
   'attention',
   'msaSelect',
   'swigluOai',

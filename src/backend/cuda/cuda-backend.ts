@@ -13,6 +13,7 @@ import type {
   ExpertWeights,
   MoeOptions,
   MsaOptions,
+  NormRopeCacheArgs,
   RopeOptions,
   RouterOptions,
   KvShape,
@@ -35,6 +36,8 @@ import { KernelCache } from './kernel-cache.js';
 import { fp8Dequantize } from './fp8-ops.js';
 import { matmul } from './matmul-ops.js';
 import { moe, routerTopK } from './moe-ops.js';
+import { normRopeCache as fusedNormRopeCache } from './norm-rope-cache.js';
+import { normRopeCacheSteps } from '../norm-rope-cache-steps.js';
 import type { OpContext } from './op-context.js';
 import { Workspace } from './workspace.js';
 import { readEnv } from '../../config/env.js';
@@ -378,6 +381,10 @@ export class CudaBackend implements Backend {
 
   rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void {
     ew.rope(this.ctx, x, meta as CudaBatchMeta, o);
+  }
+
+  normRopeCache(a: NormRopeCacheArgs, meta: BatchMeta): void {
+    if (!fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta)) normRopeCacheSteps(this, a, meta);
   }
 
   writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale = 1): void {

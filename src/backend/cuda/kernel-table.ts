@@ -42,6 +42,32 @@ export const WRITE_CACHE_FP8 = kernel({
   args: { cache: 'ptr', x: 'ptr', slots: 'ptr', W: 'i32', scale: 'f32' },
   launch: 'grid (T), block 256',
 });
+// ------------------------------------------------------------------ kernels/norm-rope-cache.cu
+export const NORM_ROPE_CACHE_VARIANTS = ['bbb', 'bb8', 'bfb', 'bf8', 'fff', 'fbf'] as const;
+export const NORM_ROPE_CACHE = kernel({
+  file: 'norm-rope-cache',
+  names: variants('norm_rope_cache_', NORM_ROPE_CACHE_VARIANTS),
+  args: {
+    q: 'ptr',
+    k: 'ptr',
+    v: 'ptr',
+    qw: 'ptr',
+    kw: 'ptr',
+    kc: 'ptr',
+    vc: 'ptr',
+    pos: 'ptr',
+    slots: 'ptr',
+    Hq: 'i32',
+    Hk: 'i32',
+    Dh: 'i32',
+    R: 'i32',
+    theta: 'f64',
+    eps: 'f32',
+    kScale: 'f32',
+    vScale: 'f32',
+  },
+  launch: 'grid (T), block 256, dyn smem (R + 8*Dh)*4',
+});
 export const SWIGLU = kernel({
   file: 'elementwise',
   names: variants('swiglu_', TWO_TYPES),

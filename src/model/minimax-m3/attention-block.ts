@@ -1,3 +1,4 @@
+import { normRopeCache } from '../../backend/norm-rope-cache-steps.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { LayerKvCache } from './kv-cache.js';
 import type { StepContext } from './step-context.js';
@@ -30,12 +31,26 @@ export function attentionBlock(
   b.matmul(q, x, w.qProj);
   b.matmul(k, x, w.kProj);
   b.matmul(v, x, w.vProj);
-  b.rmsNorm(q, q, w.qNorm, cfg.rmsNormEps);
-  b.rmsNorm(k, k, w.kNorm, cfg.rmsNormEps);
-  b.rope(q, meta, { numHeads: H, ...rope });
-  b.rope(k, meta, { numHeads: Hkv, ...rope });
-  b.writeCache(kv.k, k, meta, kv.kScale);
-  b.writeCache(kv.v, v, meta, kv.vScale);
+  // q/k norms, RoPE, K/V cache writes (one kernel where the backend fuses them).
+  normRopeCache(
+    b,
+    {
+      q,
+      k,
+      v,
+      qNorm: w.qNorm,
+      kNorm: w.kNorm,
+      kCache: kv.k,
+      vCache: kv.v,
+      numQHeads: H,
+      numKHeads: Hkv,
+      ...rope,
+      eps: cfg.rmsNormEps,
+      kScale: kv.kScale,
+      vScale: kv.vScale,
+    },
+    meta,
+  );
 
   const blocks = w.index && kv.indexK ? selectBlocks(ctx, w, kv.indexK, x, Hkv) : null;
   const attn = ctx.scratch([T, H * Dh]); // [T, H·Dh]
@@ -68,12 +83,28 @@ function selectBlocks(
   const ik = ctx.scratch([T, Di]); // [T, Didx]
   b.matmul(iq, x, idx.qProj);
   b.matmul(ik, x, idx.kProj);
-  b.rmsNorm(iq, iq, idx.qNorm, cfg.rmsNormEps);
-  b.rmsNorm(ik, ik, idx.kNorm, cfg.rmsNormEps);
-  const rope = { headDim: Di, rotaryDim: cfg.rotaryDim, theta: cfg.ropeTheta };
-  b.rope(iq, meta, { numHeads: Hkv, ...rope });
-  b.rope(ik, meta, { numHeads: 1, ...rope });
-  b.writeCache(indexK, ik, meta);
+  // Index q/k norms, RoPE, the index-key cache write (scale 1).
+  normRopeCache(
+    b,
+    {
+      q: iq,
+      k: ik,
+      v: null,
+      qNorm: idx.qNorm,
+      kNorm: idx.kNorm,
+      kCache: indexK,
+      vCache: null,
+      numQHeads: Hkv,
+      numKHeads: 1,
+      headDim: Di,
+      rotaryDim: cfg.rotaryDim,
+      theta: cfg.ropeTheta,
+      eps: cfg.rmsNormEps,
+      kScale: 1,
+      vScale: 1,
+    },
+    meta,
+  );
   const blocks = ctx.scratch([Hkv, T, sparse.topkBlocks], 'i32'); // [Hkv, T, topk]
   b.msaSelect(blocks, iq, indexK, meta, {
     numIndexHeads: Hkv,

@@ -5,6 +5,7 @@
 // element kernels a grid-stride loop. Tested by test/gpu/gpu-check.ts against the CPU backend.
 #include "common.cuh"
 #include "fp8.cuh"
+#include "rope.cuh"
 
 // out[t, :] = table[ids[t], :]; out [T, D], table [V, D]. grid (T), block 256.
 template <typename TO, typename TT>
@@ -44,15 +45,13 @@ __device__ void rope_impl(T* x, const int* pos, int T_, int H, int Dh, int R, do
     const int i = idx % half;
     const long long tg = idx / half;  // t*HG + head group
     const int t = tg / HG, h0 = (tg % HG) * ROPE_HEADS;
-    const double inv = pow(theta, -2.0 * i / (double)R);
-    double s, c;
-    sincos((double)pos[t] * inv, &s, &c);
-    const float cf = (float)c, sf = (float)s;
+    float cf, sf;
+    rope_angle(pos[t], i, R, theta, &cf, &sf);
     for (int h = h0; h < min(H, h0 + ROPE_HEADS); h++) {
       T* p = x + ((long long)t * H + h) * Dh;
       const float x1 = ldf(p + i), x2 = ldf(p + i + half);
-      stf(p + i, x1 * cf - x2 * sf);
-      stf(p + i + half, x2 * cf + x1 * sf);
+      stf(p + i, rope_lo(x1, x2, cf, sf));
+      stf(p + i + half, rope_hi(x1, x2, cf, sf));
     }
   }
 }
