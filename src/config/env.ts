@@ -19,6 +19,10 @@ export interface MoeserveEnv {
   readonly libraryFile: Readonly<Record<LibraryFile, string | undefined>>;
   /** MOESERVE_CUDA_SKINNY=0 turns the small-M tensor-core GEMM path off (default on). */
   readonly cudaSkinny: boolean;
+  /** MOESERVE_MOE_GROUPED=1: MoE prefill GEMMs as two grouped cuBLAS calls (default: one per expert). */
+  readonly moeGrouped: boolean;
+  /** MOESERVE_FUSE_NORM_ROPE=1: q/k norms, RoPE and cache writes in one CUDA kernel (default off). */
+  readonly fuseNormRope: boolean;
   /** MOESERVE_DEBUG: print stack traces on CLI errors. */
   readonly debug: boolean;
   /** MOESERVE_FAULT_INJECT="rank=R,step=S[,mode=throw|block]": rank-failure tests only. */
@@ -66,6 +70,8 @@ export function readEnv(
     cudaLibDirs: (env['MOESERVE_CUDA_LIB_DIR'] ?? '').split(':').filter((d) => d.length > 0),
     libraryFile,
     cudaSkinny: env['MOESERVE_CUDA_SKINNY'] !== '0',
+    moeGrouped: env['MOESERVE_MOE_GROUPED'] === '1',
+    fuseNormRope: env['MOESERVE_FUSE_NORM_ROPE'] === '1',
     debug: Boolean(env['MOESERVE_DEBUG']),
     faultInject: str('MOESERVE_FAULT_INJECT'),
     hangWatchdogSeconds: positive('MOESERVE_HANG_WATCHDOG_S'),

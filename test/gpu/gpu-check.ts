@@ -2,7 +2,7 @@
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
  *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), attention,
- *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops] [--fp8-real-positions 2]
+ *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops, fused] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  *        [--group-failures 0,1,2]
@@ -44,7 +44,7 @@ import { checkFp8Real } from './fp8-real-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
 import { checkNormRopeCache } from './norm-rope-cache-check.js';
 import { checkTinyLong } from './tiny-long-check.js';
-import { checkMoePaths } from './moe-check.js';
+import { checkMoeGrouped, checkMoePaths } from './moe-check.js';
 import { checkMsaModel } from './msa-model-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
@@ -79,7 +79,6 @@ async function main(): Promise<void> {
       ...checkPrefillAttention(cpu, gpu),
       ...checkDecodeAttention(cpu, gpu),
       ...checkMoePaths(cpu, gpu),
-      ...(await checkNormRopeCache(gpu)),
     ];
     printTable('ops: CUDA vs CPU', rows);
     all.push(...rows);
@@ -100,6 +99,13 @@ async function main(): Promise<void> {
     const gpu32 = await createCudaBackend({ float32: true });
     const rows = [...checkMsaPrefill(cpu, gpu), ...(await checkMsaModel(cpu, gpu, gpu32))];
     printTable('MSA selection, sparse attention and an MSA model at long context', rows);
+    all.push(...rows);
+  }
+  if (only.has('fused')) {
+    // Opt-in until measured on a GPU: the fused norm/RoPE/cache kernel (bit for bit against the
+    // steps) and the grouped cuBLAS MoE GEMMs (against the CPU and the per-expert loop).
+    const rows = [...(await checkNormRopeCache(gpu)), ...checkMoeGrouped(cpu, gpu)];
+    printTable('fused norm/RoPE/cache kernel and grouped MoE GEMMs', rows);
     all.push(...rows);
   }
   if (only.has('tiny-long')) {

@@ -81,6 +81,8 @@ const UPLOAD_CHUNK_ELEMS = 16 * 2 ** 20;
 
 export class CudaBackend implements Backend {
   readonly name = 'cuda' as const;
+  /** MOESERVE_FUSE_NORM_ROPE=1: normRopeCache runs kernels/norm-rope-cache.cu (read at creation). */
+  private readonly fuseNormRope = readEnv().fuseNormRope;
   readonly memory = 'cuda' as const;
   readonly ctx: OpContext;
   readonly gemm: CublasGemm;
@@ -383,8 +385,10 @@ export class CudaBackend implements Backend {
     ew.rope(this.ctx, x, meta as CudaBatchMeta, o);
   }
 
+  /** The fused kernel with MOESERVE_FUSE_NORM_ROPE=1 (and dtypes it takes), else the steps. */
   normRopeCache(a: NormRopeCacheArgs, meta: BatchMeta): void {
-    if (!fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta)) normRopeCacheSteps(this, a, meta);
+    if (!this.fuseNormRope || !fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta))
+      normRopeCacheSteps(this, a, meta);
   }
 
   writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale = 1): void {

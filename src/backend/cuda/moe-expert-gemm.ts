@@ -32,8 +32,14 @@ export type MoeGemmPath = 'tiles' | 'per-expert-cublas' | 'grouped-cublas';
  */
 export const MOE_CUBLAS_MIN_TOKENS = 1280;
 
-export function moeGemmPath(T: number, tensorCores: boolean, capturing: boolean): MoeGemmPath {
-  return tensorCores && !capturing && T >= MOE_CUBLAS_MIN_TOKENS ? 'grouped-cublas' : 'tiles';
+export function moeGemmPath(
+  T: number,
+  tensorCores: boolean,
+  capturing: boolean,
+  grouped = false,
+): MoeGemmPath {
+  if (!tensorCores || capturing || T < MOE_CUBLAS_MIN_TOKENS) return 'tiles';
+  return grouped ? 'grouped-cublas' : 'per-expert-cublas';
 }
 
 /** Device buffers of the permutation (moe-ops.ts `permute` filled them). */

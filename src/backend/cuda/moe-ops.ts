@@ -16,6 +16,7 @@ import {
   MOE_SCATTER,
   ROUTER_TOPK,
 } from './kernel-table.js';
+import { readEnv } from '../../config/env.js';
 import type { CublasGemm } from './cublas-gemm.js';
 import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
@@ -292,9 +293,9 @@ export function moe(
     throw new Error('moe: gateUp and down must both be FP8 or both not');
   }
   const mma = gu.dtype === 'bf16' && xi.dtype === 'bf16' && D % 64 === 0 && I % 64 === 0;
-  // By default; before cuBLAS 12.5 (no grouped GEMM) the same GEMMs run one expert at a time.
-  const auto = moeGemmPath(T, mma, ctx.dev.isCapturing);
-  const how = path ?? (auto === 'grouped-cublas' && !gemm.hasGrouped ? 'per-expert-cublas' : auto);
+  // Grouped where asked for (MOESERVE_MOE_GROUPED=1) and cuBLAS has it (12.5+).
+  const grouped = readEnv().moeGrouped && gemm.hasGrouped;
+  const how = path ?? moeGemmPath(T, mma, ctx.dev.isCapturing, grouped);
   if (how !== 'tiles' && !mma)
     throw new Error(
       'moe: the per-expert cuBLAS paths need bf16 weights and input, D and I multiples of 64',
