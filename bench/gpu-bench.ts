@@ -39,6 +39,7 @@ import {
   type WeightBytes,
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
+import { FP8_DECODE_KERNEL } from '../src/backend/cuda/skinny-gemm.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -175,7 +176,10 @@ function markdown(
   weightBytes: WeightBytes,
   kv: KvCache,
 ): string {
-  const wtype = quantization === 'fp8' ? 'block-FP8 linears (--quantization fp8, W8A16)' : 'bf16';
+  const wtype =
+    quantization === 'fp8'
+      ? `block-FP8 linears (--quantization fp8, decode kernel ${FP8_DECODE_KERNEL})`
+      : 'bf16';
   const lines = [
     `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${cfg.numLayers - 3} MoE), ${wtype}, shared expert fused (129 x top-5).`,
     `Weights by dtype: ${Object.entries(weightBytes)
