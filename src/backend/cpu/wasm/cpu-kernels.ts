@@ -40,32 +40,28 @@ const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16',
   'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows'] as const;
 type Row = [string, ...number[]];
 
-/**
- * Below this many flops a kernel runs on the calling thread alone: a job handed to a spinning
- * worker costs ~1–2 µs (arguments in shared memory, atomics, the other core's cache misses).
- */
-const MIN_PARALLEL_FLOPS = 100_000;
+/** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
+const MIN_PARALLEL_FLOPS = 200_000;
 const CHUNKS_PER_THREAD = 4;
-/** Below this many flops a job is cut into one chunk per thread (each chunk costs ~0.5 µs). */
-const MIN_FINE_FLOPS = 2_000_000;
 /**
  * Below this many flops a job does not wake sleeping workers (it runs on the caller when they
- * all sleep): waking one costs ~50–200 µs here, more than such a job takes on one thread. A
- * woken worker spins a few ms after each job (thread-pool.ts), so the jobs after the one that
- * woke it (the rest of the step, the next steps) find it awake.
+ * all sleep): waking one costs ~50–200 µs here, more than such a job takes on one thread.
+ * (Spinning workers for a few ms after each job and waking them from 1 MFLOP, so that decode
+ * B=1 splits its GEMVs, made 2-thread decode 1.5–3× slower on this shared machine at load
+ * 6–9: a spinning worker takes CPU time from its own caller there.)
  */
-const MIN_WAKE_FLOPS = 1_000_000;
+const MIN_WAKE_FLOPS = 4_000_000;
 
 export interface CpuKernelsOptions {
   /** Threads the kernels use, the caller's included (default 1). */
   readonly threads?: number;
   /**
-   * Kernels of fewer flops run on the calling thread alone (default 100k: a job costs 1–2
+   * Kernels of fewer flops run on the calling thread alone (default 200k: a job costs a few
    * µs). Tests set 0 so that every kernel of a small model is split.
    */
   readonly minParallelFlops?: number;
   /**
-   * Kernels of fewer flops do not wake sleeping workers (default 1M when minParallelFlops is
+   * Kernels of fewer flops do not wake sleeping workers (default 4M when minParallelFlops is
    * not set, else minParallelFlops, so tests that split every kernel also wake the workers).
    */
   readonly minWakeFlops?: number;
@@ -360,13 +356,11 @@ export class CpuKernels {
   }
 
   /**
-   * Chunks to cut a kernel of this many flops into: 1 below minParallelFlops, one per thread
-   * below MIN_FINE_FLOPS, else a few per thread, so that the others take over the share of a
-   * thread the OS has descheduled.
+   * Chunks to cut a kernel of this many flops into: 1 below minParallelFlops, else a few per
+   * thread, so that the others take over the share of a thread the OS has descheduled.
    */
   private chunksFor(flops: number): number {
     if (this.threads === 1 || flops < this.minParallelFlops) return 1;
-    if (flops < MIN_FINE_FLOPS) return this.threads;
     return Math.min(CHUNKS_PER_THREAD * this.threads, MAX_CHUNKS);
   }
 }

@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
  * on timing or on the thread count.
  *
  * Synchronisation in a small SharedArrayBuffer: a generation counter wakes workers (they spin
- * for SPIN_MS after their last job, then sleep in Atomics.wait); DONE counts finished chunks; ACTIVE counts workers
+ * briefly, then sleep in Atomics.wait); DONE counts finished chunks; ACTIVE counts workers
  * inside a job, and arguments are rewritten only when it is 0; SLEEPING counts workers in
  * Atomics.wait. Waking one costs far more than a small job (measured here: ~160 µs median
  * under load, the woken thread often preempting the caller on its core), so a job posted with
@@ -32,14 +32,7 @@ const DONE = 32;
 const ACTIVE = 33;
 const ROW = 24; // float64 slots per chunk: export index, then up to 23 arguments
 const ARGS = 24; // float64 offset of chunk 0's row (byte 192: after the three lines)
-const SPIN = 20_000; // the caller's Atomics.load polls before it sleeps (tens of µs)
-/**
- * How long a worker spins after its last job before it sleeps: longer than the gaps between
- * the jobs of a decode step and between steps (tens of µs), so that a worker woken once stays
- * awake through a run of steps and takes a small job's chunk within ~1 µs, where a wake-up from
- * Atomics.wait costs 50–200 µs here. An idle pool sleeps after this.
- */
-const SPIN_MS = 3;
+const SPIN = 20_000; // Atomics.load polls before sleeping (tens of µs)
 const JOB_TIMEOUT_MS = 60_000;
 const CLOSED = 1 << 30; // NEXT between jobs: beyond any chunk
 
@@ -58,10 +51,9 @@ for (const m of modules) {
 const c = new Int32Array(ctrl);
 const f = new Float64Array(ctrl);
 let seen = 0; // the generation when the pool was made: jobs may be posted before this worker starts
-let lastJob = performance.now(); // spin until SPIN_MS after it, then sleep
 for (;;) {
   let spins = 0;
-  while (Atomics.load(c, ${GEN}) === seen && ((++spins & 1023) !== 0 || performance.now() < lastJob + ${SPIN_MS}));
+  while (Atomics.load(c, ${GEN}) === seen && spins < ${SPIN}) spins++;
   if (Atomics.load(c, ${GEN}) === seen) {
     Atomics.add(c, ${SLEEPING}, 1);
     Atomics.wait(c, ${GEN}, seen, 100);
@@ -83,7 +75,6 @@ for (;;) {
     if (Atomics.add(c, ${DONE}, 1) + 1 === Atomics.load(c, ${NCHUNKS})) Atomics.notify(c, ${DONE});
   }
   if (Atomics.sub(c, ${ACTIVE}, 1) === 1) Atomics.notify(c, ${ACTIVE});
-  lastJob = performance.now();
 }
 `;
 
