@@ -4,5 +4,5 @@ export function assembleWat(text: string): Promise<Uint8Array>;
 export function bf16Variant(text: string): string;
 /** The bf16-weight variant of matmul-packed.wat's text (export "matmul_packed_bf16"). */
 export function packedBf16Variant(text: string): string;
-/** The fused multiply-add (f32x4.relaxed_madd) variant of matmul-packed.wat's text. */
-export function fmaVariant(text: string): string;
+/** The fused multiply-add (f32x4.relaxed_madd) variant of a kernel's text (its accumulations). */
+export function fmaVariant(text: string, allFused?: boolean): string;

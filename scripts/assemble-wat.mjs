@@ -92,18 +92,23 @@ export function packedBf16Variant(text) {
 }
 
 /**
- * The fused multiply-add variant of matmul-packed.wat's text (or of its bf16 variant): every
- * accumulation c + a·w, written as (f32x4.add c (f32x4.mul a w)), becomes
- * f32x4.relaxed_madd a w c, which V8 compiles to vfmadd231ps where the CPU has FMA3 (one
- * rounding per step instead of two; half the floating-point instructions). The sums keep
- * their order, so every output is still one sequential float32 chain over k, whatever tile
- * or thread computes it. Export names unchanged.
+ * The fused multiply-add variant of a kernel's text (matmul-packed.wat, its bf16 variant,
+ * attention.wat): every accumulation c + a·b, written as (f32x4.add (local.get c) (f32x4.mul
+ * A B)) with A and B locals or vector loads, becomes (f32x4.relaxed_madd A B (local.get c)),
+ * which V8 compiles to vfmadd231ps where the CPU has FMA3 (one rounding per step instead of
+ * two; half the floating-point instructions). Other products (scales, exp's polynomial) stay
+ * as they are. The sums keep their order, so every output is still the same chain whatever
+ * tile or thread computes it. Export names unchanged. `allFused`: no multiply may be left.
  */
-export function fmaVariant(text) {
-  const re =
-    /\(f32x4\.add \(local\.get (\$\w+)\) \(f32x4\.mul \(local\.get (\$\w+)\) \(local\.get (\$\w+)\)\)\)/g;
-  const out = text.replace(re, '(f32x4.relaxed_madd (local.get $2) (local.get $3) (local.get $1))');
+export function fmaVariant(text, allFused = true) {
+  const operand =
+    '\\((?:local\\.get \\$\\w+|v128\\.load(?: offset=\\d+)? (?:\\(local\\.get \\$\\w+\\)|\\(i32\\.add \\(local\\.get \\$\\w+\\) \\(local\\.get \\$\\w+\\)\\)))\\)';
+  const re = new RegExp(
+    `\\(f32x4\\.add \\(local\\.get (\\$\\w+)\\)\\s+\\(f32x4\\.mul (${operand})\\s+(${operand})\\)\\)`,
+    'g',
+  );
+  const out = text.replace(re, '(f32x4.relaxed_madd $2 $3 (local.get $1))');
   if (out === text) throw new Error(`fmaVariant: no match for ${re}`);
-  if (/f32x4\.mul/.test(out)) throw new Error('fmaVariant: a multiply is left unfused');
+  if (allFused && /f32x4\.mul/.test(out)) throw new Error('fmaVariant: a multiply is left unfused');
   return out;
 }

@@ -18,6 +18,7 @@ const KERNEL_MODULES = [
   ['matmul-packed.wat', 'MATMUL_PACKED_BF16_FMA_WASM_BASE64', (t) => fmaVariant(packedBf16Variant(t))],
   ['fma-probe.wat', 'FMA_PROBE_WASM_BASE64', (t) => t],
   ['attention.wat', 'ATTENTION_WASM_BASE64', (t) => t],
+  ['attention.wat', 'ATTENTION_FMA_WASM_BASE64', (t) => fmaVariant(t, false)],
   ['rowops.wat', 'ROWOPS_WASM_BASE64', (t) => t],
 ];
 

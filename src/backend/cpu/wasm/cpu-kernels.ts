@@ -8,6 +8,7 @@ import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { PackedPanels, unpackPanels } from '../packed-panels.js';
 import {
+  ATTENTION_FMA_WASM_BASE64,
   ATTENTION_WASM_BASE64,
   MATMUL_BF16_WASM_BASE64,
   MATMUL_PACKED_BF16_FMA_WASM_BASE64,
@@ -66,10 +67,11 @@ export interface CpuKernelsOptions {
    */
   readonly minWakeFlops?: number;
   /**
-   * The packed matmul with fused multiply-add (relaxed SIMD; default: where this process has
-   * it, see fusedMultiplyAdd) or with a multiply then an add (false). Either way each output
-   * is one sequential float32 chain over k, the same bits at any thread count; the two differ
-   * in rounding (one per step against two).
+   * The packed matmul and the attention kernels (their dot products and weighted sums) with
+   * fused multiply-add (relaxed SIMD; default: where this process has it, see
+   * fusedMultiplyAdd) or with a multiply then an add (false). Either way each output is the
+   * same fixed chain of operations, the same bits at any thread count; the two differ in
+   * rounding (one per step against two).
    */
   readonly fma?: boolean;
 }
@@ -88,7 +90,7 @@ export interface CpuKernelsOptions {
 export class CpuKernels {
   readonly heap = new WasmHeap();
   readonly threads: number;
-  /** Whether the packed matmul fuses multiply-add (CpuKernelsOptions.fma). */
+  /** Whether the packed matmul and attention fuse multiply-add (CpuKernelsOptions.fma). */
   readonly fma: boolean;
   private readonly pool: ThreadPool;
   private readonly tables = new StepTables(this.heap);
@@ -112,7 +114,7 @@ export class CpuKernels {
       MATMUL_BF16_WASM_BASE64,
       this.fma ? MATMUL_PACKED_FMA_WASM_BASE64 : MATMUL_PACKED_WASM_BASE64,
       this.fma ? MATMUL_PACKED_BF16_FMA_WASM_BASE64 : MATMUL_PACKED_BF16_WASM_BASE64,
-      ATTENTION_WASM_BASE64,
+      this.fma ? ATTENTION_FMA_WASM_BASE64 : ATTENTION_WASM_BASE64,
       ROWOPS_WASM_BASE64,
     ].map(compile);
     const exports: Record<string, unknown> = {};

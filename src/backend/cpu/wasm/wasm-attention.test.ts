@@ -4,6 +4,10 @@ import { layoutBatch, type ForwardBatch } from '../../forward-batch.js';
 import { pagedAttention, type PagedAttentionArgs } from '../ops/attention.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
 import { CpuKernels } from './cpu-kernels.js';
+import { fusedMultiplyAdd } from './fused-multiply-add.js';
+
+/** Both kernel variants where the runtime fuses multiply-add (CpuKernelsOptions.fma). */
+const FMA_MODES = fusedMultiplyAdd() ? [false, true] : [false];
 
 function filled(k: CpuKernels, n: number, seed: number): Float32Array {
   const a = k.heap.f32(n);
@@ -75,12 +79,12 @@ function attentionCase(k: CpuKernels, seqs: [number, number][], topk: number) {
   return { batch, layout, args, T };
 }
 
-describe('WASM SIMD paged attention', () => {
+describe.each(FMA_MODES)('WASM SIMD paged attention (fma %s)', (fma) => {
   it.each([
     ['dense, prefill + decode mix', 0],
     ['MSA blocks', 3],
   ])('matches the float64 JS kernel (%s)', (_name, topk) => {
-    const k = new CpuKernels();
+    const k = new CpuKernels({ fma });
     const c = attentionCase(
       k,
       [
@@ -100,7 +104,7 @@ describe('WASM SIMD paged attention', () => {
   });
 
   it('gives a token the same bits alone as in a batch', () => {
-    const k = new CpuKernels();
+    const k = new CpuKernels({ fma });
     const c = attentionCase(
       k,
       [
@@ -126,7 +130,7 @@ describe('WASM SIMD paged attention', () => {
   ])(
     'GQA pairs (H = 2·Hkv, one pass over K and V) give one head at a time bit for bit (%s)',
     (_n, topk) => {
-      const k = new CpuKernels();
+      const k = new CpuKernels({ fma });
       // prettier-ignore
       const c = attentionCase(k, [[0, 9], [13, 1], [30, 3]], topk);
       const a = c.args(k.heap.f32(c.T * H * Dh));
@@ -159,9 +163,9 @@ describe('WASM SIMD paged attention', () => {
   );
 });
 
-describe('WASM MSA block selection', () => {
+describe.each(FMA_MODES)('WASM MSA block selection (fma %s)', (fma) => {
   it('selects the same blocks as the float64 JS kernel', () => {
-    const k = new CpuKernels();
+    const k = new CpuKernels({ fma });
     const Hi = 2;
     const Di = 16;
     const o: MsaOptions = {

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { assembleWat, bf16Variant } from '../../../../scripts/assemble-wat.mjs';
+import { assembleWat, bf16Variant, fmaVariant } from '../../../../scripts/assemble-wat.mjs';
 import { CpuBackend } from '../cpu-backend.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { matmulF32 } from '../ops/matmul.js';
 import { CpuKernels } from './cpu-kernels.js';
 import {
+  ATTENTION_FMA_WASM_BASE64,
   ATTENTION_WASM_BASE64,
   MATMUL_BF16_WASM_BASE64,
   MATMUL_WASM_BASE64,
@@ -27,6 +28,8 @@ describe('WASM SIMD matmul', () => {
     const wat = readFileSync(new URL('./matmul.wat', import.meta.url), 'utf8');
     const attn = readFileSync(new URL('./attention.wat', import.meta.url), 'utf8');
     expect(Buffer.from(await assembleWat(attn)).toString('base64')).toBe(ATTENTION_WASM_BASE64);
+    const attnFma = await assembleWat(fmaVariant(attn, false));
+    expect(Buffer.from(attnFma).toString('base64')).toBe(ATTENTION_FMA_WASM_BASE64);
     const bytes = await assembleWat(wat);
     expect(Buffer.from(bytes).toString('base64')).toBe(MATMUL_WASM_BASE64);
     const bf16 = await assembleWat(bf16Variant(wat));
