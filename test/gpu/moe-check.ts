@@ -132,8 +132,8 @@ export function checkMoePaths(cpu: Backend, gpu: CudaBackend): Row[] {
 
 /**
  * The grouped cuBLAS path (MOESERVE_MOE_GROUPED=1, opt-in until measured on a GPU) against the
- * CPU (small shapes) and the per-expert loop (the same GEMMs, one cuBLAS call per expert; also
- * at the real expert shape and a 2,048-token prefill).
+ * CPU (small shapes) and the per-expert loop (the same GEMMs, one cuBLAS call per expert, f32
+ * outputs; also at the real expert shape and a 2,048-token prefill).
  */
 export function checkMoeGrouped(cpu: Backend, gpu: CudaBackend): Row[] {
   const rows: Row[] = [];
@@ -156,7 +156,8 @@ export function checkMoeGrouped(cpu: Backend, gpu: CudaBackend): Row[] {
       rows.push(row(`${name}: grouped cuBLAS vs CPU`, relErr(gf, cpu.readF32(ref)), BF16_LIMIT));
       freeAll(cpu, [ref, ...Object.values(ci)]);
     }
-    rows.push(row(`${name}: grouped vs per-expert cuBLAS`, relErr(gf, bf), PATH_LIMIT));
+    // The grouped API writes bf16 (gate|up and the down output rounded once more): bf16's bound.
+    rows.push(row(`${name}: grouped vs per-expert cuBLAS`, relErr(gf, bf), BF16_LIMIT));
     freeAll(gpu, [g, b, ...Object.values(gi)]);
   }
   return rows;

@@ -268,6 +268,12 @@ export const MOE_COMBINE_SCALED = kernel({
   args: { out: 'ptr', y: 'ptr', slotRow: 'ptr', rw: 'ptr', Kw: 'i32', D: 'i32' },
   launch: 'grid (T), block 256',
 });
+export const MOE_COMBINE_BF16Y = kernel({
+  file: 'moe-expert-gemm',
+  names: variants('moe_combine_bf16y_', B),
+  args: { out: 'ptr', y: 'ptr', slotRow: 'ptr', rw: 'ptr', Kw: 'i32', D: 'i32' },
+  launch: 'grid (T), block 256',
+});
 
 // ------------------------------------------------------------------ kernels/sampling.cu
 export const SAMPLE_ROWS = kernel({

@@ -15,7 +15,7 @@
 import type { MoeOptions } from '../backend.js';
 import type { CublasGemm } from './cublas-gemm.js';
 import { launchKernel } from './kernel-launch.js';
-import { MOE_COMBINE_SCALED, MOE_GATHER_ROWS, SWIGLU } from './kernel-table.js';
+import { MOE_COMBINE_BF16Y, MOE_COMBINE_SCALED, MOE_GATHER_ROWS, SWIGLU } from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 /**
@@ -94,8 +94,8 @@ function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
 
 /**
  * The grouped GEMMs' operands: rows of each non-empty expert and, in one device buffer, the
- * pointer arrays of both GEMMs (gate|up: weights, gathered inputs, f32 outputs; down: weights,
- * activations, f32 outputs), uploaded once before either runs (the upload waits for the stream).
+ * pointer arrays of both GEMMs (gate|up: weights, gathered inputs, bf16 outputs; down: weights,
+ * activations, bf16 outputs), uploaded once before either runs (the upload waits for the stream).
  */
 function groupedProblems(
   ctx: OpContext,
@@ -112,10 +112,10 @@ function groupedProblems(
     const r0 = off[e]!;
     ptrs[i] = BigInt(w.gateUpOf(e));
     ptrs[n + i] = BigInt(xs + r0 * D * 2);
-    ptrs[2 * n + i] = BigInt(p.y + r0 * 2 * I * 4);
+    ptrs[2 * n + i] = BigInt(p.y + r0 * 2 * I * 2);
     ptrs[3 * n + i] = BigInt(w.downOf(e));
     ptrs[4 * n + i] = BigInt(p.act + r0 * I * 2);
-    ptrs[5 * n + i] = BigInt(p.y + r0 * D * 4);
+    ptrs[5 * n + i] = BigInt(p.y + r0 * D * 2);
   });
   const buf = ctx.ws.get('moe.grouped.ptrs', Math.max(8, ptrs.byteLength));
   ctx.dev.upload(buf, ptrs);
@@ -130,10 +130,9 @@ export function perExpertCublasGemms(
   w: ExpertOperands,
   o: MoeOptions,
 ): void {
-  const { T, D, I, E, Kw, n } = p;
+  const { D, Kw, n } = p;
   const off = expertOffsets(ctx, p);
   const xs = ctx.ws.get('moe.xs', n * D * 2); // [n, D] bf16, rows grouped by expert
-  const h = p.y; // gate|up [n, 2I] f32 and down [n, D] f32 never live at once
   launchKernel(
     ctx,
     MOE_GATHER_ROWS,
@@ -141,9 +140,23 @@ export function perExpertCublasGemms(
     { grid: [n, 1, 1], block: [128, 1, 1] },
     { xs, x: w.x, perm: p.perm, Kw, D },
   );
-  const grouped = w.grouped ? groupedProblems(ctx, off, p, w, xs) : null;
-  if (grouped) gemm.grouped(grouped.gateUp, 'f32', grouped.rows, 2 * I, D);
-  for (let e = 0; !grouped && e < E; e++) {
+  if (w.grouped) groupedGemms(ctx, gemm, p, w, o, groupedProblems(ctx, off, p, w, xs));
+  else loopGemms(ctx, gemm, p, w, o, off, xs);
+}
+
+/** One cuBLAS GEMM per expert and projection, f32 outputs (gate|up into SwiGLU unrounded). */
+function loopGemms(
+  ctx: OpContext,
+  gemm: CublasGemm,
+  p: MoePermutation,
+  w: ExpertOperands,
+  o: MoeOptions,
+  off: Int32Array,
+  xs: number,
+): void {
+  const { T, D, I, E, Kw, n } = p;
+  const h = p.y; // gate|up [n, 2I] f32 and down [n, D] f32 never live at once
+  for (let e = 0; e < E; e++) {
     const rows = off[e + 1]! - off[e]!;
     if (rows === 0) continue;
     const r0 = off[e]!;
@@ -156,8 +169,7 @@ export function perExpertCublasGemms(
     { grid: strideGrid(ctx, n * I), block: [256, 1, 1] },
     { out: p.act, gu: h, M: n, I, alpha: o.alpha, limit: o.limit },
   );
-  if (grouped) gemm.grouped(grouped.down, 'f32', grouped.rows, D, I);
-  for (let e = 0; !grouped && e < E; e++) {
+  for (let e = 0; e < E; e++) {
     const rows = off[e + 1]! - off[e]!;
     if (rows === 0) continue;
     const r0 = off[e]!;
@@ -169,5 +181,37 @@ export function perExpertCublasGemms(
     `moe_combine_scaled_${w.outLetter}`,
     { grid: [T, 1, 1], block: [256, 1, 1] },
     { out: w.out, y: h, slotRow: p.slotRow, rw: w.rw, Kw, D },
+  );
+}
+
+/**
+ * Two grouped GEMMs (gate|up, down) over every non-empty expert. cuBLAS's grouped API writes
+ * bf16 for bf16 operands (no f32 output), so gate|up and the down output are rounded to bf16
+ * once more than on the per-expert loop (within the bf16 bound; moe-check measures it).
+ */
+function groupedGemms(
+  ctx: OpContext,
+  gemm: CublasGemm,
+  p: MoePermutation,
+  w: ExpertOperands,
+  o: MoeOptions,
+  g: { rows: Int32Array; gateUp: number; down: number },
+): void {
+  const { T, D, I, Kw, n } = p;
+  gemm.grouped(g.gateUp, 'bf16', g.rows, 2 * I, D); // -> p.y as [n, 2I] bf16
+  launchKernel(
+    ctx,
+    SWIGLU,
+    'swiglu_bb',
+    { grid: strideGrid(ctx, n * I), block: [256, 1, 1] },
+    { out: p.act, gu: p.y, M: n, I, alpha: o.alpha, limit: o.limit },
+  );
+  gemm.grouped(g.down, 'bf16', g.rows, D, I); // -> p.y as [n, D] bf16
+  launchKernel(
+    ctx,
+    MOE_COMBINE_BF16Y,
+    `moe_combine_bf16y_${w.outLetter}`,
+    { grid: [T, 1, 1], block: [256, 1, 1] },
+    { out: w.out, y: p.y, slotRow: p.slotRow, rw: w.rw, Kw, D },
   );
 }
