@@ -11,6 +11,10 @@
 //   (R + 8 * Dh) * 4 bytes. Dh <= 1024. Type letters: x (q/k/v), w (norm weights), cache
 //   (b, f, 8 = E4M3).
 // Tested by test/gpu/norm-rope-cache-check.ts: fused against the unfused kernels, every bit.
+// Not yet equal (W3, 2026-12-02, one H200): 4 of 97M values in bf16 mode and about 0.2% of f32
+// values differ, most likely by one ulp where the compiler contracts rope_lo/rope_hi into a
+// different FMA than in rope_*; hence opt-in (MOESERVE_FUSE_NORM_ROPE=1). The next step is
+// rope.cuh with explicit __fmul_rn/__fadd_rn, so no kernel has a choice.
 #include "common.cuh"
 #include "fp8.cuh"
 #include "rope.cuh"
