@@ -14,9 +14,8 @@
 // convention of attention.cu's attention_combine, which merges the splits.
 // Dh = AD_DH (-DAD_DH, a multiple of 16, at most 128); G = H / Hkv <= 16.
 // KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype fp8). The code tiles are
-// double-buffered by cp.async (8-byte copies) behind one bf16 tile, into which each thread
-// widens the codes it copied (exactly, by the hardware e4m3x2 -> f16x2 conversion) before the
-// block's barrier and MMAs; dynamic smem 2*64*(Dh+8)*2 + 2*2*64*Dh bytes. The key scale is in
+// double-buffered by cp.async (8-byte copies) behind one bf16 tile, into which each is widened
+// exactly before its MMAs; dynamic smem 2*64*(Dh+8)*2 + 2*2*64*Dh bytes. The key scale is in
 // `scale` (the launcher passes scale * k_scale), the value scale multiplies the output (vScale,
 // 1 for bf16 caches).
 // Tested by test/gpu/decode-attention-check.ts against the CPU backend and the scalar kernel.
@@ -42,8 +41,6 @@ constexpr int PITCH = AD_DH + 8;  // K and V row pitch (bf16): skew against bank
 constexpr int MAX_TILES = 128;  // sparse tiles one block may take (topk/splits * S/64)
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr float LN2 = 0.6931471805599453f;
-// The FP8 widening pass relies on each 8-code chunk being copied and widened by one thread.
-static_assert((BN * (AD_DH / 8)) % 128 == 0, "chunks per tile must be a multiple of the block");
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(128) attention_decode(
@@ -144,10 +141,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
     if (i + 1 < ntiles) load((i + 1) & 1, i + 1);
     cp_commit();
     cp_wait<1>();
+    __syncthreads();
 #if KV_FP8
     // Widen tile i's codes into the bf16 tile (its readers of tile i-1 are past the last sync).
-    // Chunk c was copied by thread c % 128 (load's loop; BN * Dh / 8 is a multiple of 128), so
-    // each thread widens only codes its own cp.async wrote: no barrier before this pass.
     for (int c = tid; c < 2 * BN * (DH / 8); c += blockDim.x) {
       const int kv = c / (BN * (DH / 8)), r = c - kv * (BN * (DH / 8));
       const int j = r / (DH / 8), v = r - j * (DH / 8);
@@ -157,7 +153,6 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
     __syncthreads();
     const bf16_t* ks = sm;
 #else
-    __syncthreads();
     const bf16_t* ks = sm + (i & 1) * STAGE;
 #endif
     int lo, hi;

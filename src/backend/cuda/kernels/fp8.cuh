@@ -46,27 +46,10 @@ __device__ __forceinline__ void cp_async8(void* smem, const void* gmem, bool val
 __device__ __forceinline__ uint4 ld8_bf16(const bf16_t* p) {
   return *reinterpret_cast<const uint4*>(p);
 }
-/**
- * 2 E4M3 codes (low byte first) -> 2 bf16 (low half first), exact, NaN kept: the hardware
- * e4m3x2 -> f16x2 conversion (sm_89+), then f16 -> f32 -> bf16, exact since every E4M3 value
- * is an f16 and a bf16 (4 instructions against widen4's integer decode of each code).
- */
-__device__ __forceinline__ unsigned e4m3x2_to_bf16x2(unsigned pair) {
-  unsigned r;
-  float lo, hi;
-  asm("{\n\t.reg .b16 p, a, b;\n\t.reg .b32 h;\n\t"
-      "cvt.u16.u32 p, %2;\n\t"
-      "cvt.rn.f16x2.e4m3x2 h, p;\n\t"
-      "mov.b32 {a, b}, h;\n\t"
-      "cvt.f32.f16 %0, a;\n\t"
-      "cvt.f32.f16 %1, b;\n\t}"
-      : "=f"(lo), "=f"(hi)
-      : "r"(pair));
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 __device__ __forceinline__ uint4 ld8_bf16(const e4m3_t* p) {
   const uint2 c = *reinterpret_cast<const uint2*>(p);
-  return make_uint4(e4m3x2_to_bf16x2(c.x & 0xffffu), e4m3x2_to_bf16x2(c.x >> 16),
-                    e4m3x2_to_bf16x2(c.y & 0xffffu), e4m3x2_to_bf16x2(c.y >> 16));
+  uint4 r;
+  widen4(c.x, 1.f, &r.x);
+  widen4(c.y, 1.f, &r.z);
+  return r;
 }
