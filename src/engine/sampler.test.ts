@@ -43,7 +43,9 @@ function referenceKept(x: Float32Array, topK: number, topP: number, minP: number
   for (const i of kept) {
     out.push(i);
     cum += w(i);
-    if (cum >= topP * total * (1 - 1e-12)) break;
+    // top_p = 1 keeps everything (OpenAI/vLLM): the slack below would otherwise drop a tail
+    // whose weight is under 1e-12 of the total (fast-check seed 1087440451).
+    if (topP < 1 && cum >= topP * total * (1 - 1e-12)) break;
   }
   return out;
 }
