@@ -168,14 +168,19 @@ describe('structured outputs over HTTP (bundled model)', () => {
       const v = JSON.parse(c.message.content!) as unknown;
       expect(typeof v === 'object' && v !== null && !Array.isArray(v)).toBe(true);
     }
-    // logit_bias composes with the grammar: favouring "}" closes the object at once.
+    // logit_bias composes with the grammar: with "}" favoured and every token holding a quote
+    // (which would open a key, inside which "}" is only a character) banned, the one object
+    // the grammar leaves is {}, and after it only the end of text.
     const close = tok.encode('}', { addSpecialTokens: false })[0]!;
+    const bias: Record<string, number> = { [String(close)]: 100 };
+    for (let id = 0; id < tok.vocabSize; id++) if (tok.decode([id]).includes('"')) bias[id] = -100;
+    expect(Object.keys(bias).length).toBeGreaterThan(1);
     const closed = await client.completions.create({
       model: 'tiny',
       prompt: 'JSON:',
       max_tokens: 40,
       temperature: 0,
-      logit_bias: { [String(close)]: 100 },
+      logit_bias: bias,
       response_format: { type: 'json_object' },
     } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(closed.choices[0]!.finish_reason).toBe('stop');
