@@ -18,7 +18,14 @@ import type { CudaBatchMeta } from '../../src/backend/cuda/batch-meta.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { ForwardBatch } from '../../src/backend/forward-batch.js';
 import { countDiff, randArray, relErr, type Row } from './check-util.js';
-import { errRow, pagedBatch, worstRow, type SeqSpec } from './paged-attention-util.js';
+import {
+  errRow,
+  pagedBatch,
+  runPagedAttention,
+  worstRow,
+  type PagedInputs,
+  type SeqSpec,
+} from './paged-attention-util.js';
 
 const H = 64;
 const HKV = 4;
@@ -53,24 +60,8 @@ function inputs(T: number, seed: number): { q: Float32Array; k: Float32Array; v:
   };
 }
 
-function run(
-  be: Backend,
-  batch: ForwardBatch,
-  x: ReturnType<typeof inputs>,
-  blocks: Int32Array | null = null,
-): Float32Array {
-  const T = batch.tokenIds.length;
-  const meta = be.prepareBatch(batch);
-  const q = be.upload(x.q, [T, H * DH], 'bf16');
-  const k = be.upload(x.k, [P, S, HKV * DH], 'bf16');
-  const v = be.upload(x.v, [P, S, HKV * DH], 'bf16');
-  const o = be.alloc([T, H * DH], 'bf16');
-  const bt = blocks ? be.upload(blocks, [HKV, T, TOPK], 'i32') : null;
-  be.attention(o, q, k, v, meta, { ...OPTS, blocks: bt });
-  const out = be.readF32(o);
-  for (const t of [q, k, v, o, ...(bt ? [bt] : [])]) be.free(t);
-  return out;
-}
+const run = (be: Backend, batch: ForwardBatch, x: PagedInputs, blocks: Int32Array | null = null) =>
+  runPagedAttention(be, batch, x, OPTS, blocks);
 
 const TOPK = 16;
 

@@ -20,7 +20,7 @@ import { runForward } from '../../src/model/run-forward.js';
 import { randArray, relErr, type Row } from './check-util.js';
 import { compareLogits } from './golden-check.js';
 import { newTieCount, tieHook, withMsaHook, type MsaCall } from './msa-selection-ties.js';
-import { errRow, worstRow } from './paged-attention-util.js';
+import { errRow, runPagedAttention, worstRow, type PagedInputs } from './paged-attention-util.js';
 
 const N = 1101;
 const H = 4;
@@ -50,20 +50,8 @@ const OPTS: AttentionOptions = {
   blocks: null,
 };
 
-function attend(be: Backend, x: ReturnType<typeof inputs>, blocks: Int32Array | null) {
-  const batch = longBatch(N);
-  const P = batch.seqs[0]!.pageTable.length;
-  const meta = be.prepareBatch(batch);
-  const q = be.upload(x.q, [N, H * DH], 'bf16');
-  const k = be.upload(x.k, [P, S, HKV * DH], 'bf16');
-  const v = be.upload(x.v, [P, S, HKV * DH], 'bf16');
-  const o = be.alloc([N, H * DH], 'bf16');
-  const bt = blocks ? be.upload(blocks, [HKV, N, TOPK], 'i32') : null;
-  be.attention(o, q, k, v, meta, { ...OPTS, blocks: bt });
-  const out = be.readF32(o);
-  [q, k, v, o, ...(bt ? [bt] : [])].forEach((t) => be.free(t));
-  return out;
-}
+const attend = (be: Backend, x: PagedInputs, blocks: Int32Array | null) =>
+  runPagedAttention(be, longBatch(N), x, OPTS, blocks);
 
 function inputs(seed: number) {
   const n = Math.ceil(N / S) * S * HKV * DH;
