@@ -65,6 +65,12 @@ export interface Backend {
   addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void;
   /** out [M, N] = x [M, K] · w [N, K]^T; w may be an Fp8Weight (its dequantized values). */
   matmul(out: Tensor, x: Tensor, w: Tensor): void;
+  /**
+   * Optional: the least row count M from which every row of `matmul(·, x, w)` has the same
+   * bits whatever rows one call takes (decode kernels may split K by M below it). Absent:
+   * unknown, so callers that need it (GEMM + reduce-scatter) must not split the rows.
+   */
+  matmulRowInvariantFrom?(w: Tensor): number;
   /** out = a + b, same shapes. out may alias a. */
   add(out: Tensor, a: Tensor, b: Tensor): void;
   /** In-place partial NeoX RoPE on x [T, nHeads*Dh]: pairs (i, i + rotaryDim/2), i < rotaryDim/2. */

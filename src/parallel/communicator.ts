@@ -50,8 +50,11 @@ export interface Communicator {
    * all [W·n, N] is the projection's full partial output, whose first M rows it writes with
    * `matmul(·, x, w)` (x [M, K], M ≤ W·n; the other rows are left as they are), and
    * out [n, N] = rows [rank·n, (rank+1)·n) of Σ_ranks all. Bit for bit `matmul(rows(all, 0, M),
-   * x, w)` then `reduceScatter(out, all)` for a `matmul` whose rows do not depend on how many
-   * rows one call takes (the CUDA IPC communicator splits the GEMM by row blocks).
+   * x, w)` then `reduceScatter(out, all)`. The CUDA IPC communicator splits the GEMM by row
+   * blocks, so it needs a `matmul` whose rows do not depend on how many rows one call takes:
+   * `rowInvariantFrom` is the least row count from which that holds for this `w` (the CUDA
+   * backend's decode kernels split K by the row count below it: `Backend.matmulRowInvariantFrom`),
+   * and the blocks are used only when every non-empty one has at least that many rows.
    */
   matmulReduceScatter?(
     out: Tensor,
@@ -59,6 +62,7 @@ export interface Communicator {
     x: Tensor,
     w: Tensor,
     matmul: Matmul,
+    rowInvariantFrom?: number,
   ): void | Promise<void>;
 }
 

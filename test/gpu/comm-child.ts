@@ -228,7 +228,12 @@ async function main(): Promise<void> {
     ranksPerDevice: job.ranksPerDevice,
     ...(job.gemmRsMinRows !== undefined && { gemmRsMinRows: job.gemmRsMinRows }),
   });
-  const rank = { dev: backend.dev, comm, matmul: backend.matmul.bind(backend) };
+  const rank = {
+    dev: backend.dev,
+    comm,
+    matmul: backend.matmul.bind(backend),
+    rowInvariantFrom: (w: Tensor) => backend.matmulRowInvariantFrom(w),
+  };
   let result: unknown;
   if (job.check) {
     const checks: ChildCheck[] = [];

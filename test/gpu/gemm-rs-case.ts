@@ -18,6 +18,8 @@ export interface GemmRsRank {
   readonly dev: CudaDevice;
   readonly comm: CudaIpcCommunicator;
   readonly matmul: Matmul;
+  /** `Backend.matmulRowInvariantFrom` of the backend behind `matmul`. */
+  readonly rowInvariantFrom: (w: CudaTensor) => number;
 }
 
 export interface GemmRsShape {
@@ -107,9 +109,9 @@ export function runGemmRsCase(
       matmul(rowView(c.allB, 0, s.M), c.x, c.w);
       comm.reduceScatter(c.outB, c.allB);
     });
-  ranks.forEach(({ comm, matmul }, i) => {
+  ranks.forEach(({ comm, matmul, rowInvariantFrom }, i) => {
     const c = t[i]!;
-    comm.matmulReduceScatter(c.outA, c.allA, c.x, c.w, matmul);
+    comm.matmulReduceScatter(c.outA, c.allA, c.x, c.w, matmul, rowInvariantFrom(c.w));
   });
   const chunked = ranks.every(({ comm }) => comm.lastGemmRs);
   reference();
@@ -136,9 +138,10 @@ export function runGemmRsCase(
   }
   let graphBits: number | undefined;
   if (graph) {
-    const graphs = ranks.map(({ dev, comm, matmul }, i) => {
+    const graphs = ranks.map(({ dev, comm, matmul, rowInvariantFrom }, i) => {
       const c = t[i]!;
-      return dev.capture(() => comm.matmulReduceScatter(c.outA, c.allA, c.x, c.w, matmul));
+      const from = rowInvariantFrom(c.w);
+      return dev.capture(() => comm.matmulReduceScatter(c.outA, c.allA, c.x, c.w, matmul, from));
     });
     graphBits = 0;
     for (let replay = 1; replay <= 2; replay++) {

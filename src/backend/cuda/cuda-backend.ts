@@ -34,7 +34,7 @@ import { loadCudaLibs } from './ffi.js';
 import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
 import { fp8Dequantize } from './fp8-ops.js';
-import { matmul } from './matmul-ops.js';
+import { matmul, matmulRowInvariantFrom } from './matmul-ops.js';
 import { moe, routerTopK } from './moe-ops.js';
 import { normRopeCache as fusedNormRopeCache } from './norm-rope-cache.js';
 import { normRopeCacheSteps } from '../norm-rope-cache-steps.js';
@@ -372,6 +372,10 @@ export class CudaBackend implements Backend {
 
   matmul(out: Tensor, x: Tensor, w: Tensor): void {
     matmul(this.ctx, this.gemm, out, x, w, this.skinny);
+  }
+
+  matmulRowInvariantFrom(w: Tensor): number {
+    return matmulRowInvariantFrom(w, this.skinny);
   }
 
   /** Small-M bf16 GEMMs on the tensor-core streaming kernel instead of cuBLAS (default on). */

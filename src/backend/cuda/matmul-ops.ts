@@ -54,10 +54,24 @@ export function matmul(
     ew.convert(ctx, o.ptr, 'b', tmp, 'f', M * N);
     return;
   }
-  if (inType === 'bf16' && skinny && M <= 64 && N * K * 2 <= BF16_SKINNY_MAX_BYTES) {
+  if (inType === 'bf16' && skinny && M <= BF16_SKINNY_MAX_M && N * K * 2 <= BF16_SKINNY_MAX_BYTES) {
     if (skinnyGemm(ctx, o.ptr, o.dtype === 'f32', xp, bf16Operand(wi.ptr), M, N, K)) return;
   }
   gemm.gemm(o.ptr, o.dtype as GemmType, xp, wi.ptr, inType, M, N, K);
+}
+
+/**
+ * The least row count from which `matmul` gives a row the same bits whatever rows one call
+ * takes: below it the decode kernels run, whose split of K depends on the row count (bf16 up
+ * to 64 rows, FP8 up to 256 in slices of 64); from it cuBLAS, whose rows were bit-identical
+ * across row counts at every shape gpu-check's GEMM-RS cases try.
+ */
+export function matmulRowInvariantFrom(w: Tensor, skinny: boolean): number {
+  if (w instanceof CudaFp8Weight) return FP8_SKINNY_MAX_M + 1;
+  const [N, K] = w.shape as [number, number];
+  if (w.dtype === 'bf16' && skinny && N * K * 2 <= BF16_SKINNY_MAX_BYTES)
+    return BF16_SKINNY_MAX_M + 1;
+  return 1;
 }
 
 /**
@@ -67,6 +81,9 @@ export function matmul(
  * 0.603 vs 0.666 ms, dense gate|up M = 32 0.088 vs 0.128 ms).
  */
 const BF16_SKINNY_MAX_BYTES = 16 << 20;
+
+/** bf16 decode GEMMs up to this many rows run on the split-K kernel. */
+const BF16_SKINNY_MAX_M = 64;
 
 /**
  * x · w^T with an FP8 weight: M ≤ 256 (decode) on the FP8 skinny kernels (skinny-gemm.ts),

@@ -100,7 +100,10 @@ export class ResidualStream {
     const part = this.partialOutput();
     if (this.sp && comm.matmulReduceScatter) {
       const h = this.buffer('reduced', this.numRows);
-      await comm.matmulReduceScatter(h, part.all, x, w, (o, xs, ws) => b.matmul(o, xs, ws));
+      // Blocks only where the backend's GEMM keeps a row's bits whatever the row count.
+      const rowInvariantFrom = b.matmulRowInvariantFrom?.(w) ?? Infinity;
+      const gemm = (o: Tensor, xs: Tensor, ws: Tensor) => b.matmul(o, xs, ws);
+      await comm.matmulReduceScatter(h, part.all, x, w, gemm, rowInvariantFrom);
       return h;
     }
     b.matmul(part.out, x, w);

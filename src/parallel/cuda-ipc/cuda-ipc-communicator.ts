@@ -15,7 +15,7 @@ import {
   type AllReduceAlgorithm,
 } from './allreduce-algorithm.js';
 import { GemmReduceScatter, rowView } from './gemm-reduce-scatter.js';
-import { GEMM_RS_MIN_ROWS } from './gemm-rs-plan.js';
+import { GEMM_RS_MIN_ROWS, smallestGemmRsBlock } from './gemm-rs-plan.js';
 import { IpcAllToAll } from './ipc-all-to-all.js';
 import { IpcBuffers } from './ipc-buffers.js';
 import * as k from './ipc-kernels.js';
@@ -162,15 +162,26 @@ export class CudaIpcCommunicator implements Communicator {
   /**
    * Seed 001's GEMM + reduce-scatter (gemm-rs-plan.ts): from `gemmRsMinRows` rows the GEMM
    * runs block by block, each peer block pushed to its owner while the next one is computed;
-   * below it, GEMM then reduceScatter. Both give the bits of `matmul` then `reduceScatter`.
+   * below it, or when a block would have fewer rows than `rowInvariantFrom` (where `matmul`'s
+   * row bits depend on the row count), GEMM then reduceScatter. Both give the bits of `matmul`
+   * then `reduceScatter`.
    */
-  matmulReduceScatter(out: Tensor, all: Tensor, x: Tensor, w: Tensor, matmul: Matmul): void {
+  matmulReduceScatter(
+    out: Tensor,
+    all: Tensor,
+    x: Tensor,
+    w: Tensor,
+    matmul: Matmul,
+    rowInvariantFrom = 1,
+  ): void {
     const o = io(out, 'matmulReduceScatter.out');
     const a = io(all, 'matmulReduceScatter.all', o.dtype, this.worldSize * o.numel);
     const M = x.shape[0]!;
     if (M > a.shape[0]!)
       throw new Error(`matmulReduceScatter: x ${shapeStr(x.shape)} has more rows than all`);
-    this.lastGemmRs = a.shape[0]! >= this.gemmRsMinRows;
+    this.lastGemmRs =
+      a.shape[0]! >= this.gemmRsMinRows &&
+      smallestGemmRsBlock(M, o.shape[0]!, this.worldSize) >= rowInvariantFrom;
     if (!this.lastGemmRs) {
       matmul(rowView(a, 0, M), x, w);
       return this.reduceScatter(o, a);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { allReduceRows, roundToBf16 } from '../reduction-semantics.js';
-import { gemmRsChunks } from './gemm-rs-plan.js';
+import { gemmRsChunks, smallestGemmRsBlock } from './gemm-rs-plan.js';
 
 /** Deterministic bf16 values of magnitude 2^-4..2^3, both signs (sums depend on order). */
 function data(n: number, seed: number): Float32Array {
@@ -102,4 +102,14 @@ describe('GEMM + reduce-scatter plan', () => {
       // The partial outputs too: the chunks wrote exactly the GEMM's rows, padding untouched.
       for (let r = 0; r < W; r++) expect(all[r]).toEqual(full[r]);
     });
+
+  it('names the smallest non-empty block the blocked path would hand to matmul', () => {
+    // 3001 rows in 8 blocks of 376: seven full, the last 369.
+    expect(smallestGemmRsBlock(3001, 376, 8)).toBe(369);
+    expect(smallestGemmRsBlock(100, 13, 8)).toBe(9);
+    expect(smallestGemmRsBlock(1024, 128, 8)).toBe(128);
+    // 5 rows in 4 blocks of 2: two full, one of 1, one empty (skipped).
+    expect(smallestGemmRsBlock(5, 2, 4)).toBe(1);
+    expect(smallestGemmRsBlock(0, 1, 2)).toBe(0);
+  });
 });

@@ -37,3 +37,14 @@ export function gemmRsChunks(M: number, n: number, W: number, rank: number): Gem
     return { dest, start, rows: Math.max(0, Math.min(n, M - start)) };
   });
 }
+
+/**
+ * Rows of the smallest non-empty block of M rows cut into W blocks of n (0 when M is 0): the
+ * blocked path needs `matmul` row-invariant down to it.
+ */
+export function smallestGemmRsBlock(M: number, n: number, W: number): number {
+  const rows = gemmRsChunks(M, n, W, 0)
+    .map((c) => c.rows)
+    .filter((r) => r > 0);
+  return rows.length ? Math.min(...rows) : 0;
+}
