@@ -4,7 +4,9 @@ holds sentence frames this file never produces, for the eval."""
 import re
 from collections import Counter
 
+import arith_roles as R
 import arith_words as W
+from heldout_phrasings import FRAME_MARKERS
 from lexicon import CURRENCY, DAYS, MEASURES, NAMES_WIDE as NAMES, THINGS_WIDE as THINGS
 
 
@@ -226,6 +228,9 @@ ONE_STEP = {"+": [gain, together, measure, gain_past, W.gain_words, W.gain_words
             "-": [lose, compare, spend, lose_past, compare_words, W.loss_words, W.loss_words, W.loss_words, W.compare_measure,
                   W.spend_words],
             "*": [groups, price, per_day, rate, W.groups_words, W.groups_words, W.rate_words]}
+# Run 6 adds arith_roles.py's families (transfer direction, second-person loss, "each of the N
+# people", filling containers, "started with", the amount taken named first).
+ONE_STEP = {op: fams + {"+": R.PLUS, "-": R.MINUS, "*": R.TIMES}[op] for op, fams in ONE_STEP.items()}
 BARE_CUE = {"+": "plus", "-": "minus", "*": "times"}
 
 
@@ -317,7 +322,7 @@ def compose(rng, facts, question, swappable):
         facts.insert(rng.randrange(len(facts) + 1), distractor(rng))
     text = " ".join(facts)
     text = f"{question} {text}" if rng.random() < 0.15 else f"{text} {question}"
-    return text + rng.choice(SUFFIXES)
+    return text.strip() + rng.choice(SUFFIXES)
 
 
 def numbers_in(text, steps):
@@ -334,6 +339,9 @@ def numbers_in(text, steps):
 
 
 def problem(rng):
-    """(question text, steps, numbers) for one training problem."""
-    q, steps = one_step(rng) if rng.random() < 0.72 else two_step(rng)
-    return q, steps, numbers_in(q, steps)
+    """(question text, steps, numbers) for one training problem; one that happens to hold a
+    held-out frame marker is drawn again, so the held-out frames stay out of training."""
+    while True:
+        q, steps = one_step(rng) if rng.random() < 0.72 else two_step(rng)
+        if not any(m in q for m in FRAME_MARKERS):
+            return q, steps, numbers_in(q, steps)

@@ -1,8 +1,21 @@
 """Tools over varied JSON schemas (enums, optional parameters, arrays, nested objects) with, for
 each, a sampler of arguments, user requests that state them (training and held-out phrasings),
 a scripted result and the final answer that reads it."""
-CITIES = "Paris Oslo Tokyo Rome Berlin Madrid Lima Cairo Seoul Dublin Vienna Lisbon Nairobi Toronto Sydney Prague".split()
 HELDOUT_CITIES = "Quito Tallinn Accra Hanoi".split()
+# Run 6: 16 cities were too few. Run 5 wrote training cities in place of the held-out ones it
+# was asked for (plan_route from "Accra" to "Hanoi" became ["Sydney","Cairo"]), so the training
+# requests draw from many more names, short and long, to teach copying the name it is given.
+CITIES = [c for c in (
+    "Paris Oslo Tokyo Rome Berlin Madrid Lima Cairo Seoul Dublin Vienna Lisbon Nairobi Toronto Sydney Prague "
+    "Bogota Riga Vilnius Minsk Kyiv Sofia Zagreb Skopje Tirana Tbilisi Baku Yerevan Almaty Tashkent Kabul "
+    "Dhaka Colombo Kathmandu Lahore Karachi Jaipur Chennai Pune Hue Danang Jakarta Surabaya Cebu Davao "
+    "Perth Hobart Darwin Auckland Suva Apia Lagos Abuja Dakar Bamako Niamey Kampala Kigali Lusaka Harare "
+    "Maputo Luanda Windhoek Durban Tunis Algiers Rabat Fez Tripoli Khartoum Asmara Djibouti Muscat Doha "
+    "Amman Beirut Damascus Tehran Shiraz Ankara Izmir Bergen Malmo Aarhus Turku Tartu Gdansk Krakow Brno "
+    "Graz Lyon Nantes Porto Seville Bilbao Naples Turin Genoa Bruges Ghent Utrecht Leeds Cork Belfast "
+    "Reykjavik Halifax Quebec Calgary Ottawa Regina Tulsa Omaha Reno Tucson Fresno Miami Havana Kingston "
+    "Panama Managua Caracas Cusco Arequipa Montevideo Asuncion Rosario Recife Belem Manaus Cordoba").split()
+    if c not in HELDOUT_CITIES]
 LANGS = ["French", "German", "Spanish", "Japanese", "Italian"]
 PEOPLE = "ana ben carla dan eva farid gus hiro ines jon".split()
 
