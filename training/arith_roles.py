@@ -77,8 +77,9 @@ def you_transfer(rng, a, b, incoming):
     start = rng.choice([f"You started with {a} {t}.", f"You own {a} {t}.",
                         f"There are {a} {t} in your bag.", f"You had {a} {t} this morning."])
     if incoming:
-        giver = rng.choice([f"{_cap(m)}", "Your friend", "Your brother", "Your aunt", "Someone"])
+        giver = rng.choice([f"{_cap(m)}", "Your friend", "Your brother", "Your aunt", "Someone", "A friend"])
         second = rng.choice([f"{giver} {v[0]} over {b} more.", f"{giver} {v[0]} {b} extra {t} to you.",
+                             f"{giver} {v[0]} you {b} more {t}.", f"{giver} {v[1]} you another {b}.",
                              f"You get {b} more from {m}.", f"You are {v[1]} {b} more {t}.",
                              f"{giver} {v[1]} {b} more {t} your way."])
         q = rng.choice([f"How many {t} do you have now?", f"How many {t} are yours now?",
