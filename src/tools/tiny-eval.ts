@@ -16,6 +16,7 @@ temperature 0, one request at a time. Without --base-url it starts \`moeserve se
 
   --base-url URL     an already running server (default: start one)
   --model DIR        checkpoint for the started server (default: the bundled tiny model)
+  --quantization Q   passed to the started server (fp8: issue 13's block-FP8 weights)
   --port N           port for the started server (default: 8391)
   --set FILE         the held-out set (default: data/tiny-m3/eval-tiny.json)
   --limit N          at most N items of each part (default: all)
@@ -36,9 +37,14 @@ async function waitHealthy(base: string, child: ChildProcess): Promise<void> {
   throw new Error('server not healthy after 120 s');
 }
 
-function startServer(port: number, model: string | undefined): ChildProcess {
+function startServer(
+  port: number,
+  model: string | undefined,
+  quantization: string | undefined,
+): ChildProcess {
   const args = [`${ROOT}dist/cli/main.js`, 'serve', '--host', '127.0.0.1', '--port', String(port)];
   if (model) args.push('--model', model);
+  if (quantization) args.push('--quantization', quantization);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   return child;
 }
@@ -48,6 +54,7 @@ async function main(): Promise<void> {
     options: {
       'base-url': { type: 'string' },
       model: { type: 'string' },
+      quantization: { type: 'string' },
       port: { type: 'string', default: '8391' },
       set: { type: 'string', default: `${ROOT}data/tiny-m3/eval-tiny.json` },
       limit: { type: 'string' },
@@ -65,7 +72,7 @@ async function main(): Promise<void> {
   let base = values['base-url'];
   if (!base) {
     base = `http://127.0.0.1:${values.port}`;
-    child = startServer(Number(values.port), values.model);
+    child = startServer(Number(values.port), values.model, values.quantization);
     await waitHealthy(base, child);
   }
   try {
@@ -84,6 +91,7 @@ async function main(): Promise<void> {
     const out = {
       model,
       set: values.set,
+      ...(values.quantization !== undefined && { quantization: values.quantization }),
       date: new Date().toISOString(),
       seconds: (Date.now() - t0) / 1000,
       ...report,
