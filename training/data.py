@@ -112,12 +112,20 @@ def encode(tok, samples, max_len):
     return out
 
 
+def _rounded(n, step=32):
+    return -(-n // step) * step
+
+
 def make_batches(encoded, tokens_per_batch, pad_id, seed):
-    """Length-sorted, padded batches: (ids [B, L] int64, loss mask [B, L] bool on targets)."""
+    """Length-sorted, padded batches: (ids [B, L] int64, loss mask [B, L] bool on targets).
+    L is rounded up to a multiple of 32, so that about 30 batch shapes recur. With the exact
+    longest length every batch of the first epoch had a shape of its own, and a new shape cost
+    the GPU step about twice the time of a seen one (run 6: 0.34 s a step for the first 200
+    steps, 0.16 s by step 1,000; run 4 fell from 0.2 to 0.09 s at step 1,100, its first epoch's end)."""
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
     batches, cur = [], []
     for i in order:
-        longest = len(encoded[i][0])
+        longest = _rounded(len(encoded[i][0]))
         if cur and (len(cur) + 1) * longest > tokens_per_batch:
             batches.append(cur)
             cur = []
@@ -127,7 +135,7 @@ def make_batches(encoded, tokens_per_batch, pad_id, seed):
     random.Random(seed).shuffle(batches)
     out = []
     for b in batches:
-        L = max(len(encoded[i][0]) for i in b)
+        L = _rounded(max(len(encoded[i][0]) for i in b))
         ids = torch.full((len(b), L), pad_id, dtype=torch.int64)
         mask = torch.zeros((len(b), L), dtype=torch.bool)
         for r, i in enumerate(b):

@@ -45,7 +45,7 @@ def _msgs(rng, user, history=True, wide=False):
 
 def arithmetic_sample(rng):
     q, steps, numbers = arith_train.problem(rng)
-    reasoning, r = worked(steps, numbers)
+    reasoning, r = worked(steps, numbers, rng)
     content = f"The answer is {r}.\n#### {r}"
     return [dict(kind="arithmetic", prompt=R.render_prompt(_msgs(rng, q, wide=True)), completion=R.render_completion(reasoning, content))]
 

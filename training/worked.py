@@ -97,31 +97,34 @@ def step_lines(a, op, b):
     return [f"{a} {op} {b}:"] + body + [f"{a} {op} {b} = {r}"], r
 
 
-def compare_line(a, b, numbers, uses_prev):
-    """Run 6: before a subtraction, the two operands in the text's order, then the bigger one
-    (`compare 46, 48: 48 is bigger`), so that the header copies the bigger number first by a
-    decision taken with both numbers in view. Run 5 kept the text's order: 0 of 13 on
-    "paid 46 ... from a wallet with 48"."""
-    x, y = (b, a) if not uses_prev and numbers.index(b) < numbers.index(a) else (a, b)
+def compare_line(a, b, smaller_first):
+    """Before a subtraction, its two operands, then the bigger one (`compare 46, 48: 48 is
+    bigger`), so that the header copies the bigger number first by a decision taken with both
+    numbers in view. Run 6 wrote them in the text's order, where the bigger came first 80% of
+    the time: the model learnt to copy the first ("compare 46, 48: 46 is bigger", 3 of 13 on
+    "paid 46 ... from a wallet with 48"). Run 7 puts the smaller first half of the time, so only
+    comparing the two numbers lowers the loss."""
+    x, y = (min(a, b), max(a, b)) if smaller_first else (max(a, b), min(a, b))
     return f"compare {x}, {y}: {max(a, b)} is bigger"
 
 
-def worked(steps, numbers=None):
+def worked(steps, numbers=None, rng=None):
     """steps: [(a, op, b)] or [(a, op, b, cue)] where a or b may be the string 'prev' for the last
     result. With numbers (the problem's numbers in the order the text gives them), the reasoning
     opens with the extraction line `numbers: 45, 29`, and each step with a cue carries the line
     `more, so +` (CUES) before its header: the operation is read from the problem as one of a few
-    meaning words first, then the digits are worked; a subtraction also gets compare_line first.
+    meaning words first, then the digits are worked; with rng, a subtraction also gets
+    compare_line first.
     Returns (reasoning text, final result)."""
     lines, prev = ([f"numbers: {', '.join(str(n) for n in numbers)}"] if numbers is not None else []), None
-    for a0, op, b0, *cue in steps:
-        a = prev if a0 == "prev" else a0
-        b = prev if b0 == "prev" else b0
+    for a, op, b, *cue in steps:
+        a = prev if a == "prev" else a
+        b = prev if b == "prev" else b
         if cue:
             assert CUES[cue[0]] == op, (cue, op)
             lines.append(f"{cue[0]}, so {op}")
-        if op == "-" and numbers is not None:
-            lines.append(compare_line(a, b, numbers, "prev" in (a0, b0)))
+        if op == "-" and rng is not None:
+            lines.append(compare_line(a, b, rng.random() < 0.5))
         ls, prev = step_lines(a, op, b)
         lines += ls
     return "\n".join(lines), prev
