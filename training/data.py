@@ -118,10 +118,10 @@ def _rounded(n, step=32):
 
 def make_batches(encoded, tokens_per_batch, pad_id, seed):
     """Length-sorted, padded batches: (ids [B, L] int64, loss mask [B, L] bool on targets).
-    L is rounded up to a multiple of 32, so that about 30 batch shapes recur. With the exact
-    longest length every batch of the first epoch had a shape of its own, and a new shape cost
-    the GPU step about twice the time of a seen one (run 6: 0.34 s a step for the first 200
-    steps, 0.16 s by step 1,000; run 4 fell from 0.2 to 0.09 s at step 1,100, its first epoch's end)."""
+    L is rounded up to a multiple of 32, so that a few dozen batch shapes recur. With the exact
+    longest length every batch of the first epoch has a shape of its own, and the step time
+    fell as shapes began to repeat (run 4: 0.2 s a step until step 1,100, its first epoch's end,
+    then 0.09 s; run 6, alone on the machine: 0.34 s for the first 200 steps, 0.16 s by 1,000)."""
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
     batches, cur = [], []
     for i in order:
