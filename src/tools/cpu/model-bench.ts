@@ -58,20 +58,29 @@ function randomKv(backend: Backend, kv: KvCache): void {
 }
 
 /**
- * Steady-state timings of the model: `warm` untimed steps, then the median of `reps` timed
- * steps (each step timed alone, so preemption by other work on a shared machine only hits
- * the steps it lands on).
+ * Untimed warm-up of each row: at least `warm` steps and this long. V8 keeps compiling the
+ * forward's JS (tiering up, re-optimising after deopts) for the first few hundred decode
+ * steps: measured here, B=1 steps took 0.86 → 0.47 → 0.35 ms over the first 100 / 200 /
+ * 400 steps, so a fixed 8 warm-up steps timed the compiler, not the kernels.
+ */
+const WARM_MS = 500;
+
+/**
+ * Steady-state timings of the model: warm-up steps (`run(-1)`: at least `warm` and WARM_MS),
+ * then the median of `reps` timed steps `run(0..reps-1)` (each step timed alone, so
+ * preemption by other work on a shared machine only hits the steps it lands on).
  */
 async function timeSteps(
   run: (i: number) => Promise<unknown>,
   warm: number,
   reps: number,
 ): Promise<number> {
-  for (let i = 0; i < warm; i++) await run(i);
+  const w0 = performance.now();
+  for (let i = 0; i < warm || performance.now() - w0 < WARM_MS; i++) await run(-1);
   const ts: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t0 = performance.now();
-    await run(warm + i);
+    await run(i);
     ts.push(performance.now() - t0);
   }
   return median(ts);
@@ -145,13 +154,14 @@ export async function benchModel(
       false,
     );
   }
-  const steps = 30;
+  const reps = 30;
   for (const [B, ctx] of o.decode) {
-    const pagesPer = Math.ceil((ctx + steps + 1) / S);
+    const pagesPer = Math.ceil((ctx + reps + 1) / S);
     const ids = tokens(B);
+    // warm-up steps (i = -1) all decode at position ctx; timed step i at ctx + i
     // prettier-ignore
     await measure(`decode B=${B} ctx ${ctx}`, B * pagesPer, B,
-      (m, kv, i) => m.forward(step(B, ctx + i, 1, pagesPer, S, ids), kv), 8, steps - 8, true);
+      (m, kv, i) => m.forward(step(B, ctx + Math.max(0, i), 1, pagesPer, S, ids), kv), 8, reps, true);
   }
   return rows;
 }

@@ -465,23 +465,67 @@
         (local.set $u (i32.add (local.get $u) (local.get $ustep)))
         (br $unit))))
 
-;; MSA block scores of one token: out[h*nb + b] = max over the visible keys j of block b
-  ;; (b < nb) of q_h * idxK[j], for index heads h < Hi. q [Hi*Di] at qp; idxK [P, S, Di].
+;; MSA block scores of one token: out[h*nbs + b] = max over the visible keys j of block b
+  ;; (b0 <= b < b1) of q_h * idxK[j], for index heads h < Hi. q [Hi*Di] at qp; idxK [P, S, Di].
+  ;; Heads go in pairs through $dot4x2 (each key vector loaded once for both; scale 1, exact),
+  ;; an odd last head through $dot4: every score is the same chain of operations either way,
+  ;; so a block's score does not depend on the range or the pairing that computed it.
   (func $msaScores (param $qp i32) (param $kc i32) (param $pt i32) (param $pos i32)
-      (param $S i32) (param $Hi i32) (param $Di i32) (param $nb i32) (param $out i32)
+      (param $S i32) (param $Hi i32) (param $Di i32) (param $b0 i32) (param $b1 i32) (param $nbs i32)
+      (param $out i32) (param $tmp i32)
     (local $b i32) (local $h i32) (local $cnt i32) (local $j i32) (local $kp0 i32) (local $kp i32)
-    (local $Di4 i32) (local $qh i32) (local $best v128) (local $s f32)
+    (local $Di4 i32) (local $qh i32) (local $best v128) (local $best1 v128) (local $s f32) (local $s1 f32)
+    (local $op i32)
     (local.set $Di4 (i32.shl (local.get $Di) (i32.const 2)))
+    (local.set $b (local.get $b0))
     (block $blocks_done
       (loop $block
-        (br_if $blocks_done (i32.ge_u (local.get $b) (local.get $nb)))
+        (br_if $blocks_done (i32.ge_u (local.get $b) (local.get $b1)))
         (local.set $cnt (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))
         (local.set $kp0 (i32.add (local.get $kc) (i32.mul (local.get $Di4)
           (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
         (local.set $h (i32.const 0))
-        (block $heads_done
-          (loop $head
-            (br_if $heads_done (i32.ge_u (local.get $h) (local.get $Hi)))
+        (block $pairs_done
+          (loop $pair
+            (br_if $pairs_done (i32.gt_u (i32.add (local.get $h) (i32.const 2)) (local.get $Hi)))
+            (local.set $qh (i32.add (local.get $qp) (i32.mul (local.get $h) (local.get $Di4))))
+            (local.set $best (v128.const f32x4 -inf -inf -inf -inf))
+            (local.set $best1 (v128.const f32x4 -inf -inf -inf -inf))
+            (local.set $kp (local.get $kp0))
+            (local.set $j (i32.const 0))
+            (block $quads_done
+              (loop $quad
+                (br_if $quads_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $cnt)))
+                (call $dot4x2 (local.get $qh) (i32.add (local.get $qh) (local.get $Di4)) (local.get $kp)
+                  (local.get $Di4) (local.get $Di4) (local.get $tmp) (i32.add (local.get $tmp) (i32.const 16))
+                  (v128.const f32x4 1 1 1 1))
+                (local.set $best (f32x4.max (local.get $best) (v128.load (local.get $tmp))))
+                (local.set $best1 (f32x4.max (local.get $best1) (v128.load offset=16 (local.get $tmp))))
+                (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $Di4) (i32.const 2))))
+                (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                (br $quad)))
+            (local.set $s (f32.max
+              (f32.max (f32x4.extract_lane 0 (local.get $best)) (f32x4.extract_lane 1 (local.get $best)))
+              (f32.max (f32x4.extract_lane 2 (local.get $best)) (f32x4.extract_lane 3 (local.get $best)))))
+            (local.set $s1 (f32.max
+              (f32.max (f32x4.extract_lane 0 (local.get $best1)) (f32x4.extract_lane 1 (local.get $best1)))
+              (f32.max (f32x4.extract_lane 2 (local.get $best1)) (f32x4.extract_lane 3 (local.get $best1)))))
+            (block $ones_done
+              (loop $one
+                (br_if $ones_done (i32.ge_s (local.get $j) (local.get $cnt)))
+                (local.set $s (f32.max (local.get $s) (call $dot1 (local.get $qh) (local.get $kp) (local.get $Di4))))
+                (local.set $s1 (f32.max (local.get $s1)
+                  (call $dot1 (i32.add (local.get $qh) (local.get $Di4)) (local.get $kp) (local.get $Di4))))
+                (local.set $kp (i32.add (local.get $kp) (local.get $Di4)))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $one)))
+            (local.set $op (i32.add (local.get $out) (i32.shl (i32.add (i32.mul (local.get $h) (local.get $nbs)) (local.get $b)) (i32.const 2))))
+            (f32.store (local.get $op) (local.get $s))
+            (f32.store (i32.add (local.get $op) (i32.shl (local.get $nbs) (i32.const 2))) (local.get $s1))
+            (local.set $h (i32.add (local.get $h) (i32.const 2)))
+            (br $pair)))
+        (if (i32.lt_u (local.get $h) (local.get $Hi))
+          (then
             (local.set $qh (i32.add (local.get $qp) (i32.mul (local.get $h) (local.get $Di4))))
             (local.set $best (v128.const f32x4 -inf -inf -inf -inf))
             (local.set $kp (local.get $kp0))
@@ -504,23 +548,55 @@
                 (local.set $kp (i32.add (local.get $kp) (local.get $Di4)))
                 (local.set $j (i32.add (local.get $j) (i32.const 1)))
                 (br $one)))
-            (f32.store (i32.add (local.get $out) (i32.shl (i32.add (i32.mul (local.get $h) (local.get $nb)) (local.get $b)) (i32.const 2)))
-              (local.get $s))
-            (local.set $h (i32.add (local.get $h) (i32.const 1)))
-            (br $head)))
+            (f32.store (i32.add (local.get $out) (i32.shl (i32.add (i32.mul (local.get $h) (local.get $nbs)) (local.get $b)) (i32.const 2)))
+              (local.get $s))))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block))))
+
+;; MSA block scores of the work units u = u0, u0 + ustep, ... < u1, unit u = (token t, part p)
+;; = (u / parts, u mod parts): blocks [p*part, (p+1)*part) of the token's nb candidates, into
+;; sc[(t*Hi + h)*nbs + b] (tokens with nb <= topk need no scores and are skipped). The first
+;; phase of a selection split across threads by key ranges (msa_pick is the second); a
+;; block's score is the same bits as msa_select's. Scratch tmp: 32 bytes per thread.
+  (func (export "msa_scores") (param $q i32) (param $kc i32) (param $meta i32) (param $T i32)
+      (param $u0 i32) (param $u1 i32) (param $ustep i32) (param $S i32) (param $Hi i32) (param $Di i32)
+      (param $topk i32) (param $parts i32) (param $part i32) (param $nbs i32) (param $sc i32) (param $tmp i32)
+    (local $u i32) (local $t i32) (local $b0 i32) (local $b1 i32) (local $pos i32) (local $nb i32)
+    (local.set $u (local.get $u0))
+    (block $units_done
+      (loop $unit
+        (br_if $units_done (i32.ge_u (local.get $u) (local.get $u1)))
+        (local.set $t (i32.div_u (local.get $u) (local.get $parts)))
+        (local.set $pos (i32.load offset=0 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))))
+        (local.set $nb (i32.add (i32.div_u (local.get $pos) (local.get $S)) (i32.const 1)))
+        (local.set $b0 (i32.mul (i32.rem_u (local.get $u) (local.get $parts)) (local.get $part)))
+        (local.set $b1 (i32.add (local.get $b0) (local.get $part)))
+        (local.set $b1 (select (local.get $nb) (local.get $b1) (i32.gt_u (local.get $b1) (local.get $nb))))
+        (if (i32.and (i32.gt_u (local.get $nb) (local.get $topk)) (i32.lt_u (local.get $b0) (local.get $b1)))
+          (then
+            (call $msaScores
+              (i32.add (local.get $q) (i32.shl (i32.mul (i32.mul (local.get $t) (local.get $Hi)) (local.get $Di)) (i32.const 2)))
+              (local.get $kc)
+              (i32.load offset=4 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3))))
+              (local.get $pos) (local.get $S) (local.get $Hi) (local.get $Di) (local.get $b0) (local.get $b1)
+              (local.get $nbs)
+              (i32.add (local.get $sc) (i32.shl (i32.mul (i32.mul (local.get $t) (local.get $Hi)) (local.get $nbs)) (i32.const 2)))
+              (local.get $tmp))))
+        (local.set $u (i32.add (local.get $u) (local.get $ustep)))
+        (br $unit))))
+
 ;; MSA block selection (ops/msa-select.ts's rule) for the work units u = u0, u0 + ustep, ...
 ;; < u1, unit u = token t: for each index head h < Hi, blocks 0..nb-1 (nb = floor(pos/S) + 1)
 ;; when nb <= topk, else the first `init` and last `local` blocks plus the best-scoring others
 ;; (ties to the lower index), ascending, into out[(h*T + t)*topk ..], unused slots -1. Every
 ;; head of a token is scored in one pass over its index keys (each block's keys read once
 ;; from memory for all heads). q [T, Hi*Di]; idxK [P, S, Di]. Scratch (one per thread):
-;; scores (f32, >= Hi * max nb) and taken (bytes, >= max nb).
+;; scores (f32, >= Hi * max nb), taken (bytes, >= max nb), tmp (32 bytes).
   (func (export "msa_select") (param $q i32) (param $kc i32) (param $meta i32) (param $out i32)
       (param $T i32) (param $u0 i32) (param $u1 i32) (param $ustep i32) (param $S i32) (param $Hi i32)
       (param $Di i32) (param $topk i32) (param $init i32) (param $local i32) (param $sc i32) (param $taken i32)
-    (local $t i32) (local $h i32) (local $pos i32) (local $nb i32) (local $dst i32) (local $b i32)
+      (param $tmp i32)
+    (local $t i32) (local $pos i32) (local $nb i32)
     (local.set $t (local.get $u0))
     (block $units_done
       (loop $unit
@@ -533,28 +609,55 @@
               (i32.add (local.get $q) (i32.shl (i32.mul (i32.mul (local.get $t) (local.get $Hi)) (local.get $Di)) (i32.const 2)))
               (local.get $kc)
               (i32.load offset=4 (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3))))
-              (local.get $pos) (local.get $S) (local.get $Hi) (local.get $Di) (local.get $nb) (local.get $sc))))
-        (local.set $h (i32.const 0))
-        (block $heads_done
-          (loop $head
-            (br_if $heads_done (i32.ge_u (local.get $h) (local.get $Hi)))
-            (local.set $dst (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $h) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2))))
-            (if (i32.le_u (local.get $nb) (local.get $topk))
-              (then
-                (local.set $b (i32.const 0))
-                (block $d (loop $l
-                  (br_if $d (i32.ge_u (local.get $b) (local.get $topk)))
-                  (i32.store (i32.add (local.get $dst) (i32.shl (local.get $b) (i32.const 2)))
-                    (select (local.get $b) (i32.const -1) (i32.lt_u (local.get $b) (local.get $nb))))
-                  (local.set $b (i32.add (local.get $b) (i32.const 1)))
-                  (br $l))))
-              (else
-                (call $pick (local.get $dst) (i32.add (local.get $sc) (i32.shl (i32.mul (local.get $h) (local.get $nb)) (i32.const 2)))
-                  (local.get $nb) (local.get $topk) (local.get $init) (local.get $local) (local.get $taken))))
-            (local.set $h (i32.add (local.get $h) (i32.const 1)))
-            (br $head)))
+              (local.get $pos) (local.get $S) (local.get $Hi) (local.get $Di) (i32.const 0) (local.get $nb)
+              (local.get $nb) (local.get $sc) (local.get $tmp))))
+        (call $selectToken (local.get $out) (local.get $T) (local.get $t) (local.get $nb) (local.get $Hi)
+          (local.get $topk) (local.get $init) (local.get $local) (local.get $sc) (local.get $nb) (local.get $taken))
         (local.set $t (i32.add (local.get $t) (local.get $ustep)))
         (br $unit))))
+
+;; The second phase of a split selection: for the work units u = u0, u0 + ustep, ... < u1
+;; (unit = token t), msa_select's picks from the scores msa_scores left at
+;; sc[(t*Hi + h)*nbs ..]. Scratch: taken (bytes, >= max nb).
+  (func (export "msa_pick") (param $out i32) (param $meta i32) (param $sc i32) (param $T i32)
+      (param $u0 i32) (param $u1 i32) (param $ustep i32) (param $S i32) (param $Hi i32) (param $topk i32)
+      (param $init i32) (param $local i32) (param $nbs i32) (param $taken i32)
+    (local $t i32)
+    (local.set $t (local.get $u0))
+    (block $units_done
+      (loop $unit
+        (br_if $units_done (i32.ge_u (local.get $t) (local.get $u1)))
+        (call $selectToken (local.get $out) (local.get $T) (local.get $t)
+          (i32.add (i32.div_u (i32.load (i32.add (local.get $meta) (i32.shl (local.get $t) (i32.const 3)))) (local.get $S)) (i32.const 1))
+          (local.get $Hi) (local.get $topk) (local.get $init) (local.get $local)
+          (i32.add (local.get $sc) (i32.shl (i32.mul (i32.mul (local.get $t) (local.get $Hi)) (local.get $nbs)) (i32.const 2)))
+          (local.get $nbs) (local.get $taken))
+        (local.set $t (i32.add (local.get $t) (local.get $ustep)))
+        (br $unit))))
+
+  ;; Token t's selection for every index head h < Hi from its scores sc[h*nbs + b] (b < nb;
+  ;; unread when nb <= topk) into out[(h*T + t)*topk ..].
+  (func $selectToken (param $out i32) (param $T i32) (param $t i32) (param $nb i32) (param $Hi i32)
+      (param $topk i32) (param $init i32) (param $local i32) (param $sc i32) (param $nbs i32) (param $taken i32)
+    (local $h i32) (local $dst i32) (local $b i32)
+    (block $heads_done
+      (loop $head
+        (br_if $heads_done (i32.ge_u (local.get $h) (local.get $Hi)))
+        (local.set $dst (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $h) (local.get $T)) (local.get $t)) (local.get $topk)) (i32.const 2))))
+        (if (i32.le_u (local.get $nb) (local.get $topk))
+          (then
+            (local.set $b (i32.const 0))
+            (block $d (loop $l
+              (br_if $d (i32.ge_u (local.get $b) (local.get $topk)))
+              (i32.store (i32.add (local.get $dst) (i32.shl (local.get $b) (i32.const 2)))
+                (select (local.get $b) (i32.const -1) (i32.lt_u (local.get $b) (local.get $nb))))
+              (local.set $b (i32.add (local.get $b) (i32.const 1)))
+              (br $l))))
+          (else
+            (call $pick (local.get $dst) (i32.add (local.get $sc) (i32.shl (i32.mul (local.get $h) (local.get $nbs)) (i32.const 2)))
+              (local.get $nb) (local.get $topk) (local.get $init) (local.get $local) (local.get $taken))))
+        (local.set $h (i32.add (local.get $h) (i32.const 1)))
+        (br $head))))
 
   ;; One head's pick from its block scores sc [nb] (nb > topk) into dst [topk]; taken (bytes,
   ;; nb) is left cleared.

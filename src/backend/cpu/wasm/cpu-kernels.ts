@@ -20,6 +20,7 @@ import {
 } from './kernels-wasm.js';
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
+import { msaJobs } from './msa-chunks.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
 import { wasm } from './wasm-api.js';
@@ -38,7 +39,7 @@ function compile(b64: string): object {
 
 // prettier-ignore
 const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
-  'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows'] as const;
+  'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
@@ -95,6 +96,8 @@ export class CpuKernels {
   private readonly pool: ThreadPool;
   private readonly tables = new StepTables(this.heap);
   private readonly scratch: HeapScratch[];
+  /** Block scores [T, Hi, max blocks] of a selection split by key ranges. */
+  private readonly msaScores = new HeapScratch(this.heap);
   private readonly minParallelFlops: number;
   private readonly minWakeFlops: number;
   private readonly zeroFn: (p: number, bytes: number) => void;
@@ -280,21 +283,13 @@ export class CpuKernels {
       return;
     }
     this.tables.fill(batch, layout);
-    const S = batch.pageSize;
     const T = layout.numTokens;
-    const { numIndexHeads: Hi, indexDim: Di } = o;
-    const maxBlocks = Math.floor(this.tables.maxPos / S) + 1;
-    const units = T; // a token's index heads share one pass over its keys
-    const flops = 2 * Di * Hi * T * (this.tables.maxPos + 1);
-    const n = Math.min(units, this.chunksFor(flops));
-    const rows: Row[] = [];
-    for (let i = 0; i < n; i++) {
-      const s = this.scratch[i]!.f32((Hi + 1) * maxBlocks + 4); // Hi heads' scores, then taken
-      // prettier-ignore
-      rows.push(['msa_select', idxQ.byteOffset, idxK.byteOffset, this.tables.metaPtr, out.byteOffset,
-        T, i, units, n, S, Hi, Di, o.topk, o.initBlocks, o.localBlocks, s.byteOffset, s.byteOffset + 4 * Hi * maxBlocks]);
-    }
-    this.pool.run(rows, flops >= this.minWakeFlops);
+    const maxPos = this.tables.maxPos;
+    const flops = 2 * o.indexDim * o.numIndexHeads * T * (maxPos + 1);
+    // prettier-ignore
+    const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: idxK.byteOffset,
+      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(flops), this.scratch, this.msaScores);
+    jobs.forEach((rows, i) => this.pool.run(rows, i === 0 && flops >= this.minWakeFlops));
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */

@@ -197,3 +197,37 @@ describe.each(FMA_MODES)('WASM MSA block selection (fma %s)', (fma) => {
     expect(Array.from(got).filter((b) => b > 1).length).toBeGreaterThan(T); // real choices made
   });
 });
+
+describe.each(FMA_MODES)('WASM MSA selection split by key ranges (fma %s)', (fma) => {
+  // Decode-like steps (fewer tokens than chunks) over up to 100 blocks: with 2 threads and
+  // every kernel split, scoring runs as msa_scores units of 16 blocks, then msa_pick.
+  it.each([2, 3])('%d index heads: the same blocks as one thread and the JS kernel', (Hi) => {
+    const k1 = new CpuKernels({ fma });
+    const k2 = new CpuKernels({ fma, threads: 2, minParallelFlops: 0 });
+    const Di = 8;
+    const o: MsaOptions = {
+      numIndexHeads: Hi,
+      indexDim: Di,
+      topk: 5,
+      initBlocks: 1,
+      localBlocks: 2,
+    };
+    const pages = 256;
+    const batch = batchOf([[398, 1], [70, 1], [9, 1]], S, pages); // prettier-ignore
+    const layout = layoutBatch(batch);
+    const T = layout.numTokens;
+    const ref = new Int32Array(Hi * T * o.topk);
+    const outs = [k1, k2].map((k) => {
+      const idxQ = filled(k, T * Hi * Di, 8);
+      const idxK = filled(k, pages * S * Di, 9);
+      const got = k.heap.i32(Hi * T * o.topk);
+      k.msaSelect(got, idxQ, idxK, batch, layout, o);
+      if (k === k1) msaSelectBlocks(ref, idxQ, idxK, batch, layout, o);
+      return Array.from(got);
+    });
+    k2.close();
+    expect(outs[0]).toEqual(Array.from(ref));
+    expect(outs[1]).toEqual(Array.from(ref));
+    expect(outs[0]!.filter((b) => b > 20).length).toBeGreaterThan(Hi); // choices beyond the first part
+  });
+});
