@@ -2,8 +2,8 @@
  * Decode GEMMs at MiniMax-M3's real shapes (kernels/skinny-gemm.cu against cuBLAS): device
  * time per GEMM inside a CUDA graph (timeGraphMs), the weight bytes it reads, and that as a
  * fraction of the measured device-copy bandwidth. Block FP8 both ways: widened to bf16 in
- * registers (w8a16) and on the E4M3 tensor cores (q8, the decode path; its time includes
- * splitting x).
+ * registers (w8a16), on the E4M3 tensor cores (q8; its time includes splitting x) and
+ * widened to f16 by the hardware conversion (h8; its time includes scaling x to f16).
  *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8]
  *        [--moe-tokens 8,64,512,2048] [--out DIR]
  * and the MoE op at the real expert shape: tile kernels vs per-expert cuBLAS, bf16 and FP8.
@@ -124,6 +124,10 @@ function moeBench(gpu: CudaBackend, tokens: number[]): Record<string, number>[] 
         r[`${wn} ${path} ms`] = +timeMs(gpu, () =>
           moe(gpu.ctx, gpu.gemm, o, x, ids, wts, ew, { alpha: 1.702, limit: 7 }, path),
         ).toFixed(4);
+    for (const k of ['w8a16', 'h8'] as const)
+      r[`fp8 tiles ${k} ms`] = +timeMs(gpu, () =>
+        moe(gpu.ctx, gpu.gemm, o, x, ids, wts, f8, { alpha: 1.702, limit: 7 }, 'tiles', k),
+      ).toFixed(4);
     console.log(JSON.stringify(r));
     out.push(r);
   }
@@ -176,9 +180,13 @@ async function main(): Promise<void> {
       put('q8 fp8', bytes8, (i) =>
         skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K),
       );
+      r['h8 splits'] = skinnySplits(gpu.dev.smCount, 'h8', M, N, K);
+      put('h8 fp8', bytes8, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K),
+      );
       for (const S of sweep)
-        put(`q8 S=${S}`, bytes8, (i) =>
-          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K, S),
+        put(`h8 S=${S}`, bytes8, (i) =>
+          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
         );
       console.log(JSON.stringify(r));
       rows.push(r);

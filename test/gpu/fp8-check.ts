@@ -24,6 +24,7 @@ import { moe } from '../../src/backend/cuda/moe-ops.js';
 import type { CudaTensor } from '../../src/backend/cuda/cuda-tensor.js';
 import {
   FP8_DECODE_KERNEL,
+  FP8_DECODE_KERNELS,
   fp8Operand,
   skinnyGemm,
   type Fp8DecodeKernel,
@@ -208,9 +209,9 @@ function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
           BF16_LIMIT,
         ),
       );
-      // Block FP8's other tile kernel than the default one.
-      if (s.kind === 'block') {
-        const k: Fp8DecodeKernel = FP8_DECODE_KERNEL === 'q8' ? 'w8a16' : 'q8';
+      // Block FP8's other tile kernels than the default one.
+      const others = FP8_DECODE_KERNELS.filter((k) => k !== FP8_DECODE_KERNEL);
+      for (const k of s.kind === 'block' ? others : []) {
         const out = gpu.alloc([T, D], 'bf16');
         const up = (v: Float32Array | Int32Array, sh: number[], dt: 'bf16' | 'i32' | 'f32') =>
           gpu.upload(v, sh, dt);
@@ -303,7 +304,7 @@ function realShapeChecks(gpu: CudaBackend, cpu: Backend): Row[] {
     const b = gpu.alloc([M, N], 'f32');
     gpu.matmul(b, x, wb);
     const xt = x as CudaTensor;
-    for (const k of ['q8', 'w8a16'] as const) {
+    for (const k of FP8_DECODE_KERNELS) {
       if (!skinnyGemm(gpu.ctx, (a as CudaTensor).ptr, true, xt.ptr, fp8Operand(w, k), M, N, K))
         throw new Error(`real o_proj: the ${k} kernel did not take M=${M}`);
       rows.push(
@@ -332,7 +333,7 @@ function realShapeChecks(gpu: CudaBackend, cpu: Backend): Row[] {
     };
     const ref = run(eb);
     const what = `real experts T=${T} (6144/3072, 128+1 top-4): FP8`;
-    for (const k of ['q8', 'w8a16'] as const)
+    for (const k of FP8_DECODE_KERNELS)
       rows.push(
         row(
           `${what} tiles (${k}) vs bf16 on the same values`,

@@ -51,7 +51,7 @@ import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkSampler } from './sampler-check.js';
 import { checkSkinny } from './skinny-check.js';
-import { checkSplit } from './split-check.js';
+import { checkHalf, checkSplit } from './split-check.js';
 import { smoke } from './smoke.js';
 
 function arg(name: string, fallback: string): string {
@@ -202,6 +202,7 @@ async function main(): Promise<void> {
   if (only.has('skinny')) {
     const rows = [
       ...guard('q8 activation split', () => checkSplit(gpu)),
+      ...guard('h8 activation scaling', () => checkHalf(gpu)),
       ...guard('skinny GEMMs', () => checkSkinny(cpu, gpu)),
     ];
     printTable('Decode GEMMs (skinny-gemm.cu): bf16 / FP8 weights vs CPU, split-K', rows);

@@ -1,6 +1,7 @@
 /**
  * The decode GEMMs of kernels/skinny-gemm.cu against the CPU backend on the same weights:
- * bf16, block FP8 (q8: E4M3 tensor cores on the split x; and widened, W8A16) and MXFP8
+ * bf16, block FP8 (q8: E4M3 tensor cores on the split x; widened, W8A16; h8: widened to f16
+ * against x scaled to f16) and MXFP8
  * weights (the CPU computes on code · scale in f32), ragged M and N, split-K off, forced and
  * as chosen, on activations whose 128-input groups differ in scale; f32 out (only summation
  * order differs, and q8's tensor-core sums) and bf16 out;
@@ -68,8 +69,10 @@ function cases(cpu: Backend, gpu: CudaBackend): Case[] {
       N,
       K,
     });
-    if (s.kind === 'block')
+    if (s.kind === 'block') {
       out.push({ name: 'block FP8 W8A16', op: fp8WidenOperand(w), cpuW, N, K });
+      out.push({ name: 'block FP8 h8', op: fp8Operand(w, 'h8'), cpuW, N, K });
+    }
   }
   return out;
 }

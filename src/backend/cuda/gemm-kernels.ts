@@ -7,9 +7,10 @@ import { kernel, variants } from './kernel-decl.js';
 
 /**
  * Weight kinds of the dense kernels: bf16, block FP8 and MXFP8 widened to bf16 in registers
- * (W8A16), and block FP8 on the E4M3 tensor cores against x split into two E4M3 terms (q8).
+ * (W8A16), block FP8 on the E4M3 tensor cores against x split into two E4M3 terms (q8), and
+ * block FP8 widened to f16 by the hardware conversion against x scaled to f16 (h8).
  */
-export const SKINNY_WEIGHTS = ['b', 'blk', 'mx', 'q8'] as const;
+export const SKINNY_WEIGHTS = ['b', 'blk', 'mx', 'q8', 'h8'] as const;
 export type SkinnyWeight = (typeof SKINNY_WEIGHTS)[number];
 /** 8-token MMA tiles per block. */
 export const SKINNY_NF = ['1', '2', '4', '8'] as const;
@@ -17,7 +18,7 @@ const DENSE = SKINNY_WEIGHTS.flatMap((w) =>
   (['b', 'f'] as const).flatMap((o) => SKINNY_NF.map((nf) => `${w}_${o}_${nf}` as const)),
 );
 /** The MoE kernels' FP8 kinds (as SKINNY_WEIGHTS). */
-export const SKINNY_MOE_WEIGHTS = ['blk', 'mx', 'q8'] as const;
+export const SKINNY_MOE_WEIGHTS = ['blk', 'mx', 'q8', 'h8'] as const;
 export type SkinnyMoeWeight = (typeof SKINNY_MOE_WEIGHTS)[number];
 const MOE = SKINNY_MOE_WEIGHTS.flatMap((f) =>
   (['16', '32', '64'] as const).map((bt) => `${f}_${bt}` as const),
@@ -45,7 +46,7 @@ export const SKINNY_GEMM = kernel({
     counters: 'ptr',
   },
   launch:
-    'grid (ceil(N/128), 1, splits), block 128, dyn smem STAGES*(128*128+NF*8*XB [+NF*8*4 q8])',
+    'grid (ceil(N/128), 1, splits), block 128, dyn smem STAGES*(128*128+NF*8*XB [+NF*8*4 q8, h8])',
 });
 export const SKINNY_GU = kernel({
   file: 'skinny-gemm',
@@ -86,5 +87,11 @@ export const SKINNY_SPLIT = kernel({
   file: 'skinny-gemm',
   names: ['skinny_split_x'],
   args: { x: 'ptr', rows: 'i32', K: 'i32', xq: 'ptr', xs: 'ptr' },
+  launch: 'grid ceil(rows*K/128/8), block 256 (a warp per 128 inputs of a row)',
+});
+export const SKINNY_HALF = kernel({
+  file: 'skinny-gemm',
+  names: ['skinny_half_x'],
+  args: { x: 'ptr', rows: 'i32', K: 'i32', xh: 'ptr', xs: 'ptr' },
   launch: 'grid ceil(rows*K/128/8), block 256 (a warp per 128 inputs of a row)',
 });

@@ -2,8 +2,9 @@
  * Launchers for kernels/skinny-gemm.cu (see its header): decode GEMMs out[M, N] = x · W^T
  * for M ≤ 64 on bf16 or FP8 weights, split over K when the column blocks alone do not fill
  * the GPU, and the MoE's FP8 expert GEMMs on the same loop. Block FP8 runs widened to bf16
- * in registers (w8a16) or on the E4M3 tensor cores (q8: x is first split exactly into two
- * E4M3 terms, skinny_split_x, and the codes go to the MMA as they are): FP8_DECODE_KERNEL.
+ * in registers (w8a16), on the E4M3 tensor cores (q8: x is first split exactly into two
+ * E4M3 terms, skinny_split_x, and the codes go to the MMA as they are) or widened to f16 by
+ * the hardware conversion against x scaled to f16 (h8: skinny_half_x first): FP8_DECODE_KERNEL.
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
@@ -11,6 +12,7 @@ import {
   SKINNY_DOWN,
   SKINNY_GEMM,
   SKINNY_GU,
+  SKINNY_HALF,
   SKINNY_SPLIT,
   type SkinnyMoeWeight,
   type SkinnyWeight,
@@ -35,10 +37,12 @@ export function bf16Operand(ptr: number): SkinnyOperand {
 }
 
 /**
- * Block FP8's decode kernel: 'q8' (the codes on the E4M3 tensor cores against the split x) or
- * 'w8a16' (the codes widened to bf16 in registers). MXFP8 is always widened.
+ * Block FP8's decode kernel: 'q8' (the codes on the E4M3 tensor cores against the split x),
+ * 'w8a16' (the codes widened to bf16 in registers by bit placement) or 'h8' (widened to f16 by
+ * the hardware conversion, f16 MMA against x scaled to f16). MXFP8 is always widened to bf16.
  */
-export type Fp8DecodeKernel = 'q8' | 'w8a16';
+export const FP8_DECODE_KERNELS = ['q8', 'w8a16', 'h8'] as const;
+export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
 
 /** The kernel that matmul and moe run block FP8 on (checks and benchmarks may pick either). */
 export const FP8_DECODE_KERNEL: Fp8DecodeKernel = 'w8a16';
@@ -49,8 +53,8 @@ export function fp8Operand(
   kernel: Fp8DecodeKernel = FP8_DECODE_KERNEL,
 ): SkinnyOperand {
   const op = fp8WidenOperand(w);
-  const q8 = kernel === 'q8' && op.kind === 'blk' && op.group % 128 === 0;
-  return q8 ? { ...op, kind: 'q8' } : op;
+  const scaledX = kernel !== 'w8a16' && op.kind === 'blk' && op.group % 128 === 0;
+  return scaledX ? { ...op, kind: kernel } : op;
 }
 
 /** An FP8 weight on the W8A16 kernels (codes widened to bf16 in registers): benchmarks, checks. */
@@ -66,7 +70,7 @@ function stageK(kind: SkinnyWeight): number {
 /** True when the kernels take a weight of `kind` with K inputs (and its scale groups). */
 export function skinnyFits(op: Pick<SkinnyOperand, 'kind' | 'group'>, K: number): boolean {
   if (K % stageK(op.kind) !== 0) return false;
-  if (op.kind === 'blk' || op.kind === 'q8') return op.group % 128 === 0;
+  if (op.kind === 'blk' || op.kind === 'q8' || op.kind === 'h8') return op.group % 128 === 0;
   return op.kind === 'b' || op.group % 16 === 0;
 }
 
@@ -75,10 +79,10 @@ function tilesFor(M: number): 1 | 2 | 4 | 8 {
   return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8;
 }
 
-/** Dynamic shared memory of a block: STAGES x (128 weight rows + NF*8 token rows [+ q8's x scales]). */
+/** Dynamic shared memory of a block: STAGES x (128 weight rows + NF*8 token rows [+ x scales]). */
 export function skinnySmem(kind: SkinnyWeight, nf: number, weightRows = 128): number {
   const stages = kind !== 'b' && nf === 8 ? 3 : 4;
-  const xScales = kind === 'q8' ? nf * 8 * 4 : 0;
+  const xScales = kind === 'q8' || kind === 'h8' ? nf * 8 * 4 : 0;
   return stages * (weightRows * ROW_BYTES + nf * 8 * stageK(kind) * 2 + xScales);
 }
 
@@ -104,6 +108,44 @@ export function skinnySplitX(
     { x, rows, K, xq, xs },
   );
   return { xq, xs };
+}
+
+/**
+ * h8's activations: x [rows, K] (bf16) as f16 times a power of two per 128 inputs (exact where
+ * |x| ≥ 2^-29 of its group's amax), and the powers of two, in workspace `name`.
+ */
+export function skinnyHalfX(
+  ctx: OpContext,
+  name: string,
+  x: number,
+  rows: number,
+  K: number,
+): { xq: number; xs: number } {
+  const groups = (rows * K) / 128;
+  const xh = ctx.ws.get(`${name}.h`, rows * K * 2);
+  const xs = ctx.ws.get(`${name}.s`, groups * 4);
+  launchKernel(
+    ctx,
+    SKINNY_HALF,
+    'skinny_half_x',
+    { grid: [Math.ceil(groups / 8), 1, 1], block: [256, 1, 1] },
+    { x, rows, K, xh, xs },
+  );
+  return { xq: xh, xs };
+}
+
+/** x as the kernel of `kind` reads it: split (q8), scaled to f16 (h8), or as it is. */
+function scaledX(
+  ctx: OpContext,
+  kind: SkinnyWeight,
+  name: string,
+  x: number,
+  rows: number,
+  K: number,
+): { xq: number; xs: number } {
+  if (kind === 'q8') return skinnySplitX(ctx, name, x, rows, K);
+  if (kind === 'h8') return skinnyHalfX(ctx, name, x, rows, K);
+  return { xq: x, xs: 0 };
 }
 
 /**
@@ -148,7 +190,7 @@ export function skinnyGemm(
   const nf = tilesFor(M);
   const S = splits ?? skinnySplits(ctx.dev.smCount, w.kind, M, N, K);
   const colBlocks = Math.ceil(N / 128);
-  const xin = w.kind === 'q8' ? skinnySplitX(ctx, 'skinny.x', x, M, K) : { xq: x, xs: 0 };
+  const xin = scaledX(ctx, w.kind, 'skinny.x', x, M, K);
   let part = 0;
   let counters = 0;
   if (S > 1) {
@@ -195,7 +237,7 @@ export function skinnyMoeGemms(
     numTiles: b.numTiles,
   };
   const smem = skinnySmem(kind, BT / 8);
-  const xin = kind === 'q8' ? skinnySplitX(ctx, 'moe.x', x, T, D) : { xq: x, xs: 0 };
+  const xin = scaledX(ctx, kind, 'moe.x', x, T, D);
   launchKernel(
     ctx,
     SKINNY_GU,
@@ -213,7 +255,7 @@ export function skinnyMoeGemms(
       limit: o.limit,
     },
   );
-  const ain = kind === 'q8' ? skinnySplitX(ctx, 'moe.act', b.act, n, I) : { xq: b.act, xs: 0 };
+  const ain = scaledX(ctx, kind, 'moe.act', b.act, n, I);
   launchKernel(
     ctx,
     SKINNY_DOWN,
@@ -223,7 +265,7 @@ export function skinnyMoeGemms(
   );
 }
 
-/** Both expert weights' kernel kind (q8 needs both in block FP8 of 128-input blocks). */
+/** Both expert weights' kernel kind (q8 and h8 need both in block FP8 of 128-input blocks). */
 function moeKind(gu: CudaFp8Weight, dn: CudaFp8Weight, kernel: Fp8DecodeKernel): SkinnyMoeWeight {
   const a = fp8Operand(gu, kernel).kind;
   const b = fp8Operand(dn, kernel).kind;

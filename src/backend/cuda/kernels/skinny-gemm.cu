@@ -49,7 +49,8 @@
 
 #define SK_ROWB 128
 // SK_Q8: block FP8 weights on the E4M3 tensor cores, x split exactly into two E4M3 terms.
-enum SkWeight { SK_BF16 = 0, SK_BLK = 1, SK_MX = 2, SK_Q8 = 3 };
+// SK_H8: block FP8 widened by the hardware E4M3 -> f16 conversion, f16 MMA on x scaled to f16.
+enum SkWeight { SK_BF16 = 0, SK_BLK = 1, SK_MX = 2, SK_Q8 = 3, SK_H8 = 4 };
 enum SkMode { SK_PLAIN = 0, SK_GU = 1, SK_DOWN = 2 };
 
 __device__ __forceinline__ unsigned bf2_fma(unsigned a, unsigned b, unsigned c) {
@@ -74,6 +75,20 @@ __device__ __forceinline__ void e4m3x4_raw(unsigned w, unsigned& lo, unsigned& h
 __device__ __forceinline__ unsigned e8m0_bf2(unsigned s) {
   const unsigned h = s == 0u ? 0x0040u : s == 255u ? 0x7fc0u : s << 7;
   return h | (h << 16);
+}
+/** Codes 0,1 (lo) and 2,3 (hi) of w as f16 pairs of their values (cvt, exact: E4M3 is in f16). */
+__device__ __forceinline__ void e4m3x4_f16(unsigned w, unsigned& lo, unsigned& hi) {
+  asm("{\n\t.reg .b16 a, b;\n\tmov.b32 {a, b}, %2;\n\t"
+      "cvt.rn.f16x2.e4m3x2 %0, a;\n\tcvt.rn.f16x2.e4m3x2 %1, b;\n\t}"
+      : "=r"(lo), "=r"(hi) : "r"(w));
+}
+/** c += a . b on f16 operands (m16n8k16, fp32 accumulation; registers as mma16816's). */
+__device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 /** An L2 read (another block's partial sums, written during this kernel). */
 __device__ __forceinline__ float ld_cg(const float* p) {
@@ -159,9 +174,9 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
   using Sh = SkShape<WT, NF>;
   constexpr int NM = 2, SLOTS = 64 * NM, WB = Sh::WB, BK = Sh::BK, XB = Sh::XB;
   constexpr int STAGES = Sh::STAGES, STEPS = Sh::STEPS;
-  // Q8 stages end with the token rows' x scales of the stage's 128 inputs (f32 each).
+  // Q8 / H8 stages end with the token rows' x scales of the stage's 128 inputs (f32 each).
   constexpr int A_BYTES = SLOTS * SK_ROWB, XS_AT = A_BYTES + NF * 8 * XB;
-  constexpr int STAGE_BYTES = XS_AT + (WT == SK_Q8 ? NF * 8 * 4 : 0);
+  constexpr int STAGE_BYTES = XS_AT + (WT == SK_Q8 || WT == SK_H8 ? NF * 8 * 4 : 0);
   constexpr bool GU = MODE == SK_GU;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int isLast;
@@ -183,7 +198,9 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     return (long long)e * rowsPerExpert + n + (GU && ((s >> 4) & 1) ? upOffset : 0);
   };
 
-  constexpr bool Q8 = WT == SK_Q8, BLKS = WT == SK_BLK || Q8;  // BLKS: f32 scale per tile
+  // BLKS: f32 scale per tile; XSC: and the token rows' x scales per stage (q8, h8).
+  constexpr bool Q8 = WT == SK_Q8, H8 = WT == SK_H8, XSC = Q8 || H8;
+  constexpr bool BLKS = WT == SK_BLK || XSC;
   const int Kg = WT == SK_BF16 ? 1 : (K + G - 1) / G;
   const int KT = K / BK, nsplit = gridDim.z, z = blockIdx.z;
   const int kt0 = (int)((long long)z * KT / nsplit), kt1 = (int)((long long)(z + 1) * KT / nsplit);
@@ -201,7 +218,8 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
   }
   // x: NF*8 token rows x XB/16 units; FP8 rows (16 units) land at u ^ (r & 1), bf16 rows
   // (8 units) and Q8 rows (8 hi units, 8 lo units) at u ^ ((r & 1) << 2). Q8's x is the split
-  // buffer (two E4M3 bytes per input, skinny_split_x), addressed as 2-byte elements like bf16.
+  // buffer (two E4M3 bytes per input, skinny_split_x), addressed as 2-byte elements like bf16;
+  // H8's the f16 buffer of skinny_half_x, laid out as bf16's.
   constexpr int XU = XB / 16, XCH = NF * 8 * XU, XJ = (XCH + 127) / 128;
   constexpr int XSW = (XU == 16 && !Q8) ? 1 : 4;
   const bf16_t* xSrc[XJ];
@@ -214,10 +232,10 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     if (xOk[j]) src = (MODE == SK_GU ? (long long)(perm[row] / Kw) : (long long)row) * K;
     xSrc[j] = X + src + (c % XU) * 8;
   }
-  // Q8: thread tid < NF*8 copies token row r0 + tid's x scale of each stage.
+  // Q8 / H8: thread tid < NF*8 copies token row r0 + tid's x scale of each stage.
   const float* xsSrc = XS;
   bool xsOk = false;
-  if (Q8 && tid < NF * 8 && r0 + tid < rEnd) {
+  if (XSC && tid < NF * 8 && r0 + tid < rEnd) {
     const int row = r0 + tid;
     xsOk = true;
     xsSrc = XS + (long long)(MODE == SK_GU ? perm[row] / Kw : row) * (K / 128);
@@ -235,7 +253,7 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
       const int u = (c % XU) ^ (XSW == 1 ? (r & 1) : ((r & 1) << 2));
       if (c < XCH) cp_async16(st + A_BYTES + r * XB + u * 16, xSrc[j] + (long long)kt * BK, xOk[j]);
     }
-    if (Q8 && tid < NF * 8) cp_async4(st + XS_AT + tid * 4, xsSrc + kt, xsOk);
+    if (XSC && tid < NF * 8) cp_async4(st + XS_AT + tid * 4, xsSrc + kt, xsOk);
   };
 
   // Fragment slots of this thread: m-tile mi rows g (a0/a2) and g+8 (a1/a3).
@@ -305,6 +323,12 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
             a[mi][j][1] = v1[2 * j];
             a[mi][j][3] = v1[2 * j + 1];
           }
+        } else if constexpr (H8) {
+#pragma unroll
+          for (int j = 0; j < STEPS; j++) {
+            e4m3x4_f16(v0[j], a[mi][j][0], a[mi][j][2]);
+            e4m3x4_f16(v1[j], a[mi][j][1], a[mi][j][3]);
+          }
         } else {
           unsigned m0 = BF2_2P120, m1 = BF2_2P120;
           if (WT == SK_MX) {
@@ -359,7 +383,12 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
 #pragma unroll
         for (int j = 0; j < STEPS; j++)
 #pragma unroll
-          for (int mi = 0; mi < NM; mi++) mma16816(dst[mi][f], a[mi][j], xw[2 * j], xw[2 * j + 1]);
+          for (int mi = 0; mi < NM; mi++) {
+            if constexpr (H8)
+              mma_f16(dst[mi][f], a[mi][j], xw[2 * j], xw[2 * j + 1]);
+            else
+              mma16816(dst[mi][f], a[mi][j], xw[2 * j], xw[2 * j + 1]);
+          }
       }
     }
     if constexpr (WT == SK_BLK) {
@@ -372,7 +401,7 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
           for (int q = 0; q < 4; q++) acc[mi][f][q] += (q < 2 ? s0 : s1) * part_[mi][f][q];
       }
     }
-    if constexpr (Q8) {
+    if constexpr (XSC) {
       // The weight rows' block scales times the token rows' x scales (C columns 2t, 2t+1).
       const float* xs = reinterpret_cast<const float*>(st + XS_AT);
 #pragma unroll
@@ -465,6 +494,8 @@ SK_DENSE_NF(mx, SK_MX, b, false)
 SK_DENSE_NF(mx, SK_MX, f, true)
 SK_DENSE_NF(q8, SK_Q8, b, false)
 SK_DENSE_NF(q8, SK_Q8, f, true)
+SK_DENSE_NF(h8, SK_H8, b, false)
+SK_DENSE_NF(h8, SK_H8, f, true)
 
 #define SK_MOE(F, WTV, BT)                                                                     \
   extern "C" __global__ void __launch_bounds__(128) skinny_gu_##F##_##BT(                      \
@@ -492,6 +523,9 @@ SK_MOE(mx, SK_MX, 64)
 SK_MOE(q8, SK_Q8, 16)
 SK_MOE(q8, SK_Q8, 32)
 SK_MOE(q8, SK_Q8, 64)
+SK_MOE(h8, SK_H8, 16)
+SK_MOE(h8, SK_H8, 32)
+SK_MOE(h8, SK_H8, 64)
 
 // x [rows, K] bf16 split for Q8, one warp per 128 inputs of a row (group gi = row * K/128 + kt):
 // s = 2^(e-8) with amax = m * 2^e, m in [0.5, 1) (so amax / s in [128, 256)); v = x / s
@@ -526,4 +560,35 @@ extern "C" __global__ void __launch_bounds__(256)
   reinterpret_cast<unsigned*>(xq + gi * 256)[lane] = hi;
   reinterpret_cast<unsigned*>(xq + gi * 256 + 128)[lane] = lo;
   if (lane == 0) xs[gi] = amax > 3.402823466e38f ? __uint_as_float(0x7fc00000u) : ldexpf(1.f, E);
+}
+
+// x [rows, K] bf16 as f16 for H8, one warp per 128 inputs of a row (group gi = row * K/128 +
+// kt): s = 2^E, E = max(e - 15, -126) with amax = m * 2^e, m in [0.5, 1) (amax / s < 2^15,
+// inside f16's 65504); xh = f16(x / s), round to nearest even: exact where |x / s| >= 2^-14
+// (f16's 11 significant bits hold bf16's 8), i.e. |x| >= amax * 2^-29, within s * 2^-25 <=
+// amax * 2^-39 below (f16 subnormals). xs[gi] = s; amax 0: s = 1; NaN stays NaN, an infinite
+// amax makes s NaN. grid ceil(rows * K/128 / 8), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+    skinny_half_x(const bf16_t* x, int rows, int K, bf16_t* xh, float* xs) {
+  const long long gi = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (gi >= (long long)rows * (K / 128)) return;
+  const int lane = threadIdx.x & 31;
+  const uint2 raw = *reinterpret_cast<const uint2*>(x + gi * 128 + lane * 4);
+  const float v[4] = {__uint_as_float(raw.x << 16), __uint_as_float(raw.x & 0xffff0000u),
+                      __uint_as_float(raw.y << 16), __uint_as_float(raw.y & 0xffff0000u)};
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; i++) amax = fmaxf(amax, fabsf(v[i]));
+  amax = warp_max(amax);
+  int e = 0;
+  const bool finite = amax <= 3.402823466e38f;
+  if (amax > 0.f && finite) frexpf(amax, &e);
+  const int E = amax > 0.f ? max(e - 15, -126) : 0;
+  unsigned h[2];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;"
+        : "=r"(h[i]) : "f"(ldexpf(v[2 * i + 1], -E)), "f"(ldexpf(v[2 * i], -E)));
+  *reinterpret_cast<uint2*>(xh + gi * 128 + lane * 4) = make_uint2(h[0], h[1]);
+  if (lane == 0) xs[gi] = finite ? ldexpf(1.f, E) : __uint_as_float(0x7fc00000u);
 }
