@@ -19,8 +19,11 @@ import {
   fp8Operand,
   fp8WidenOperand,
   skinnyGemm,
+  skinnyHalfX,
+  skinnySliceRows,
   skinnySplits,
 } from '../src/backend/cuda/skinny-gemm.js';
+import type { SkinnyWeight } from '../src/backend/cuda/gemm-kernels.js';
 import { CpuBackend } from '../src/backend/cpu/cpu-backend.js';
 import { moe } from '../src/backend/cuda/moe-ops.js';
 import type { MoeGemmPath } from '../src/backend/cuda/moe-expert-gemm.js';
@@ -39,6 +42,7 @@ function arg(name: string, fallback: string): string {
 const SHAPES: [string, number, number][] = [
   ['q_proj', 8192, 6144],
   ['k_proj', 512, 6144],
+  ['index k_proj', 128, 6144],
   ['o_proj', 6144, 8192],
   ['dense gate|up', 24576, 6144],
   ['dense down', 6144, 12288],
@@ -168,22 +172,37 @@ async function main(): Promise<void> {
       put('cublas bf16', bytes16, (i) =>
         gpu.gemm.gemm(o.ptr, 'f32', x.ptr, wb[i]!.ptr, 'bf16', M, N, K),
       );
-      r['bf16 splits'] = skinnySplits(gpu.dev.smCount, 'b', M, N, K);
+      const sms = gpu.dev.smCount;
+      const plan = (k: SkinnyWeight): string => {
+        const h = skinnySliceRows(sms, k, M, N, K);
+        return `${h} rows x ${skinnySplits(sms, k, M, N, K, h)}`;
+      };
+      r['bf16 plan'] = plan('b');
       put('skinny bf16', bytes16, (i) =>
         skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K),
       );
-      r['w8a16 splits'] = skinnySplits(gpu.dev.smCount, 'blk', M, N, K);
+      // The same without token slices (before: all M in one block row).
+      const S0 = skinnySplits(sms, 'b', M, N, K);
+      put('skinny bf16 unsliced', bytes16, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K, S0, M),
+      );
+      r['w8a16 plan'] = plan('blk');
       put('w8a16 fp8', bytes8, (i) =>
         skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
       );
-      r['q8 splits'] = skinnySplits(gpu.dev.smCount, 'q8', M, N, K);
+      r['q8 plan'] = plan('q8');
       put('q8 fp8', bytes8, (i) =>
         skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K),
       );
-      r['h8 splits'] = skinnySplits(gpu.dev.smCount, 'h8', M, N, K);
+      r['h8 plan'] = plan('h8');
       put('h8 fp8', bytes8, (i) =>
         skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K),
       );
+      put('h8 x scaling alone', M * K * 2, () => skinnyHalfX(ctx, 'bench.x', x.ptr, M, K));
+      for (const h of [32, 16].filter((v) => v < M))
+        put(`h8 rows=${h}`, bytes8, (i) =>
+          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, undefined, h),
+        );
       for (const S of sweep)
         put(`h8 S=${S}`, bytes8, (i) =>
           skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),

@@ -17,6 +17,7 @@ import {
   fp8Operand,
   fp8WidenOperand,
   skinnyGemm,
+  skinnySliceRows,
   skinnySplits,
   type SkinnyOperand,
 } from '../../src/backend/cuda/skinny-gemm.js';
@@ -84,9 +85,10 @@ function run(
   M: number,
   f32: boolean,
   S?: number,
+  rows?: number,
 ): Float32Array {
   const o = gpu.alloc([M, c.N], f32 ? 'f32' : 'bf16') as CudaTensor;
-  if (!skinnyGemm(gpu.ctx, o.ptr, f32, x.ptr, c.op, M, c.N, c.K, S))
+  if (!skinnyGemm(gpu.ctx, o.ptr, f32, x.ptr, c.op, M, c.N, c.K, S, rows))
     throw new Error(`skinny: ${c.name} M=${M} not taken`);
   return gpu.readF32(o);
 }
@@ -106,22 +108,30 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
       const co = cpu.alloc([M, c.N], 'f32');
       cpu.matmul(co, cpu.upload(xh, [M, c.K], 'bf16'), c.cpuW);
       const ref = cpu.readF32(co);
-      const auto = skinnySplits(gpu.dev.smCount, c.op.kind, M, c.N, c.K);
+      const sms = gpu.dev.smCount;
+      const h = skinnySliceRows(sms, c.op.kind, M, c.N, c.K);
+      const auto = skinnySplits(sms, c.op.kind, M, c.N, c.K, h);
       let worst = 0;
       for (const S of [1, 3, 7]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S), ref));
+      // Token slices of 8 rows (ragged last slice at M = 13, 33), split and not.
+      if (M > 8)
+        for (const S of [1, 3]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S, 8), ref));
       const f32Limit = c.op.kind === 'q8' ? Q8_F32_LIMIT : F32_LIMIT;
-      rows.push(
-        row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} f32, splits 1/3/7 vs CPU`, worst, f32Limit),
-      );
+      const what = `f32, splits 1/3/7${M > 8 ? ', slices of 8 x splits 1/3' : ''}`;
+      rows.push(row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} ${what} vs CPU`, worst, f32Limit));
       const a = run(gpu, c, x, M, false);
       rows.push(
-        row(`skinny ${c.name} M=${M} bf16 out, ${auto} splits vs CPU`, relErr(a, ref), BF16_LIMIT),
+        row(
+          `skinny ${c.name} M=${M} bf16 out, slices of ${h} x ${auto} splits (automatic) vs CPU`,
+          relErr(a, ref),
+          BF16_LIMIT,
+        ),
       );
       if (M === 13) {
-        const r1 = run(gpu, c, x, M, true, 5);
-        const r2 = run(gpu, c, x, M, true, 5);
+        const r1 = run(gpu, c, x, M, true, 5, 8);
+        const r2 = run(gpu, c, x, M, true, 5, 8);
         rows.push({
-          check: `skinny ${c.name} M=${M}: 5-way split repeated, values differing`,
+          check: `skinny ${c.name} M=${M}: 5-way split x 2 slices repeated, values differing`,
           value: `${countDiff(r1, r2)}`,
           limit: '0',
           pass: countDiff(r1, r2) === 0,

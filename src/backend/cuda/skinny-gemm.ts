@@ -148,12 +148,17 @@ function scaledX(
   return { xq: x, xs: 0 };
 }
 
+/** Block slots of the GPU for a kernel of `kind` with NF token tiles. */
+function blockSlots(smCount: number, kind: SkinnyWeight, nf: number): number {
+  return smCount * Math.max(1, Math.floor(SMEM_PER_SM / (skinnySmem(kind, nf) + 1024)));
+}
+
 /**
- * Splits of K: as many as fill the GPU's block slots with the column blocks (a column block
- * alone is one block), at least 2 stages of K each, at most 32; 1 when the column blocks
- * already cover the slots. The last block of a column block sums S partials of M x 128
- * outputs with its 128 threads, M·S reads each from L2: S ≤ 128/M keeps that under the
- * weight stream's time (W1: k_proj M = 32 at S = 24 took 36 µs for 3 MB).
+ * Splits of K for token slices of `rows` (all M by default): as many as fill the GPU's block
+ * slots with the column blocks x slices, at least 2 stages of K each, at most 32; 1 when
+ * those already cover the slots. The last block of a column block sums S partials of rows x
+ * 128 outputs with its 128 threads, rows·S reads each from L2: S ≤ 128/rows keeps that under
+ * the weight stream's time (W1: k_proj M = 32 at S = 24 took 36 µs for 3 MB).
  */
 export function skinnySplits(
   smCount: number,
@@ -161,19 +166,48 @@ export function skinnySplits(
   M: number,
   N: number,
   K: number,
+  rows = M,
 ): number {
-  const nf = tilesFor(M);
-  const perSm = Math.max(1, Math.floor(SMEM_PER_SM / (skinnySmem(kind, nf) + 1024)));
-  const slots = smCount * perSm;
-  const colBlocks = Math.ceil(N / 128);
+  const slots = blockSlots(smCount, kind, tilesFor(rows));
+  const blocks = Math.ceil(N / 128) * Math.ceil(M / rows);
   const kt = K / stageK(kind);
-  const reduceCap = Math.floor(128 / M);
-  return Math.max(1, Math.min(Math.floor(slots / colBlocks), 32, Math.floor(kt / 2), reduceCap));
+  const reduceCap = Math.floor(128 / rows);
+  return Math.max(1, Math.min(Math.floor(slots / blocks), 32, Math.floor(kt / 2), reduceCap));
+}
+
+/** Weights up to this size are sliced by tokens (every slice reads them; L2 holds them). */
+const SLICE_MAX_BYTES = 16 << 20;
+
+/**
+ * Token rows per block: all M, or slices of 32 / 16 / 8 rows when the column blocks x splits
+ * of all M fill under a quarter of the block slots (k/v and index projections at M = 32-64:
+ * 4 column blocks, split at most 128/M ways, were 8 blocks on a 132-SM GPU; lead's W1 eager
+ * profile: [512x6144] 0.25 ms at B = 1, 0.74 ms at B = 64). Only weights up to 16 MB, so the
+ * slices' repeated reads come from L2.
+ */
+export function skinnySliceRows(
+  smCount: number,
+  kind: SkinnyWeight,
+  M: number,
+  N: number,
+  K: number,
+): number {
+  const bytes = N * K * (kind === 'b' ? 2 : 1);
+  let rows = M;
+  for (const r of [M, 32, 16, 8]) {
+    if (r > M) continue;
+    rows = r;
+    if (bytes > SLICE_MAX_BYTES) break;
+    const blocks = Math.ceil(N / 128) * Math.ceil(M / r) * skinnySplits(smCount, kind, M, N, K, r);
+    if (4 * blocks >= blockSlots(smCount, kind, tilesFor(r))) break;
+  }
+  return rows;
 }
 
 /**
  * Dense out[M, N] = x[M, K] (bf16) · W[N, K]^T for M ≤ 64, bf16 or f32 out; false when the
- * shape does not suit the kernels. `splits` overrides the split-K choice (benchmarks).
+ * shape does not suit the kernels. `splits` and `rows` (token rows per block) override the
+ * split-K and slice choices (checks, benchmarks; `splits` alone: no slices).
  */
 export function skinnyGemm(
   ctx: OpContext,
@@ -185,25 +219,29 @@ export function skinnyGemm(
   N: number,
   K: number,
   splits?: number,
+  rows?: number,
 ): boolean {
   if (M < 1 || M > 64 || !skinnyFits(w, K)) return false;
-  const nf = tilesFor(M);
-  const S = splits ?? skinnySplits(ctx.dev.smCount, w.kind, M, N, K);
+  const sms = ctx.dev.smCount;
+  const h = rows ?? (splits === undefined ? skinnySliceRows(sms, w.kind, M, N, K) : M);
+  const nf = tilesFor(h);
+  const slices = Math.ceil(M / h);
+  const S = splits ?? skinnySplits(sms, w.kind, M, N, K, h);
   const colBlocks = Math.ceil(N / 128);
   const xin = scaledX(ctx, w.kind, 'skinny.x', x, M, K);
   let part = 0;
   let counters = 0;
   if (S > 1) {
     part = ctx.ws.get('skinny.part', S * M * N * 4);
-    counters = ctx.ws.get('skinny.counters', colBlocks * 4);
+    counters = ctx.ws.get('skinny.counters', colBlocks * slices * 4);
     // Every launch leaves its counters at 0; a fresh (or grown) buffer starts at 0 here.
-    if (!ctx.dev.isCapturing) ctx.dev.memsetAsync(counters, 0, colBlocks * 4);
+    if (!ctx.dev.isCapturing) ctx.dev.memsetAsync(counters, 0, colBlocks * slices * 4);
   }
   launchKernel(
     ctx,
     SKINNY_GEMM,
     `skinny_${w.kind}_${outF32 ? 'f' : 'b'}_${nf}`,
-    { grid: [colBlocks, 1, S], block: [128, 1, 1], smem: skinnySmem(w.kind, nf) },
+    { grid: [colBlocks, slices, S], block: [128, 1, 1], smem: skinnySmem(w.kind, nf) },
     { W: w.ptr, S: w.scales, G: w.group, x: xin.xq, xs: xin.xs, M, N, K, out, part, counters },
   );
   return true;

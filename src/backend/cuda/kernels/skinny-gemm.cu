@@ -23,12 +23,15 @@
 // partials get the weight row's block scale times the token row's s (carried in the stage).
 // Split-K (dense only, grid z = S): split z sums k-tiles [z*KT/S, (z+1)*KT/S) into
 // part[z, M, N] (f32 workspace); the last block of a column block to finish (counter per
-// column block, atomicAdd after a fence) adds the S partials in split order (deterministic)
-// and writes out, then resets its counter to 0 (counters start zeroed, graph replays keep them).
+// column block and token slice, atomicAdd after a fence) adds the S partials in split order
+// (deterministic) and writes out, then resets its counter to 0 (counters start zeroed, graph
+// replays keep them). Dense token slices (grid y): block y takes token rows [y*NF*8, +NF*8),
+// so a small-N GEMM at large M spreads over more blocks (and a smaller reduction per block)
+// while its weight, read by every slice at about the same time, comes from L2 after the first.
 //
 // Kernels (W = b | blk | mx | q8 weight; o = b | f output; NF = 8-token MMA tiles, 1/2/4/8):
 //   skinny_<W>_<o>_<NF>(W, S, G, x, xs, M, N, K, out, part, counters)
-//       grid (ceil(N/128), 1, S), block 128 (4 warps x 32 weight rows), dyn smem
+//       grid (ceil(N/128), ceil(M/(NF*8)), S), block 128 (4 warps x 32 weight rows), dyn smem
 //       STAGES*(128*128 + NF*8*XB [+ NF*8*4 q8]), XB = 256 (FP8: 128 inputs per stage; q8: 128
 //       hi + 128 lo codes) or 128 (bf16: 64), STAGES = 3 for FP8 with NF = 8, else 4. Needs
 //       K % 128 (FP8) or % 64 (bf16) == 0. q8: x, xs = skinny_split_x's xq, xs; else xs unused.
@@ -189,6 +192,9 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     e = tileExpert[tile];
     r0 = tileStart[tile];
     rEnd = min(r0 + NF * 8, offsets[e + 1]);
+  } else {
+    r0 = blockIdx.y * NF * 8;  // token slice y (dense: grid y = ceil(M / (NF*8)))
+    rEnd = min(r0 + NF * 8, M);
   }
   const int n0 = blockIdx.x * (GU ? 64 : SLOTS);
   // Output index n and weight row of a slot.
@@ -446,12 +452,13 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
   if (!split) return;
   __threadfence();
   __syncthreads();
-  if (tid == 0) isLast = atomicAdd(counters + blockIdx.x, 1) == nsplit - 1;
+  int* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+  if (tid == 0) isLast = atomicAdd(counter, 1) == nsplit - 1;
   __syncthreads();
   if (!isLast) return;
   __threadfence();
-  for (int i = tid; i < M * SLOTS; i += 128) {
-    const int row = i / SLOTS, n = n0 + i % SLOTS;
+  for (int i = tid; i < (rEnd - r0) * SLOTS; i += 128) {
+    const int row = r0 + i / SLOTS, n = n0 + i % SLOTS;
     if (n >= Nvalid) continue;
     const long long o = (long long)row * Nvalid + n;
     // Eight L2 reads in flight before their sums (in split order: deterministic).
@@ -472,7 +479,7 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     else
       reinterpret_cast<bf16_t*>(outp)[o] = f2bf(v);
   }
-  if (tid == 0) counters[blockIdx.x] = 0;
+  if (tid == 0) *counter = 0;
 }
 
 // Every variant takes xs (Q8: the x scales of skinny_split_x; the others ignore it).

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { skinnySliceRows, skinnySplits } from './skinny-gemm.js';
+
+// H200: 132 SMs. Shapes of MiniMax-M3's decode GEMMs ([N, K]).
+const SMS = 132;
+
+describe('skinny GEMM plan', () => {
+  it('slices small weights by tokens at large M, so their blocks fill the GPU', () => {
+    // k/v projection [512, 6144] bf16: 4 column blocks; all 64 rows in one block row allow
+    // only 128/64 = 2 splits (8 blocks); 16-row slices allow 8 (128 blocks).
+    expect(skinnySplits(SMS, 'b', 64, 512, 6144)).toBe(2);
+    expect(skinnySliceRows(SMS, 'b', 64, 512, 6144)).toBe(16);
+    expect(skinnySplits(SMS, 'b', 64, 512, 6144, 16)).toBe(8);
+    expect(skinnySliceRows(SMS, 'b', 32, 512, 6144)).toBe(8);
+    expect(skinnySliceRows(SMS, 'h8', 64, 128, 6144)).toBe(8);
+  });
+  it('keeps all tokens in one block row where the columns fill the GPU or the weight is large', () => {
+    expect(skinnySliceRows(SMS, 'b', 8, 512, 6144)).toBe(8);
+    expect(skinnySliceRows(SMS, 'b', 1, 512, 6144)).toBe(1);
+    expect(skinnySliceRows(SMS, 'h8', 64, 200064, 6144)).toBe(64);
+    // FP8 o_proj (50 MB): over the 16 MB that L2 holds for every slice's reads.
+    expect(skinnySliceRows(SMS, 'h8', 64, 6144, 8192)).toBe(64);
+  });
+  it('caps splits by the K stages and the last block reduction', () => {
+    expect(skinnySplits(SMS, 'h8', 1, 512, 6144)).toBe(24);
+    expect(skinnySplits(SMS, 'b', 1, 512, 6144)).toBe(32);
+    expect(skinnySplits(SMS, 'h8', 1, 200064, 6144)).toBe(1);
+  });
+});
