@@ -78,8 +78,11 @@ export class CudaDevice {
     for (let i = 0; i < MAX_ARGS; i++) pv.setBigUint64(i * 8, BigInt(base + i * 8), true);
     this.paramArray = native.address(params);
     this.keep = params;
+    this.launchConfig = overlapConfig(native.address(this.stream));
   }
   private readonly keep: unknown;
+  /** A CUlaunchConfig for overlapped launches (its grid, block and smem set per launch). */
+  private readonly launchConfig: { block: unknown; view: DataView; address: number };
 
   get isCapturing(): boolean {
     return this.capturing;
@@ -200,6 +203,64 @@ export class CudaDevice {
     sig: ArgSig,
     ...args: number[]
   ): void {
+    if (!this.packArgs(fn, grid, sig, args)) return;
+    const res = this.libs.cu.cuLaunchKernel(
+      fn.handle,
+      grid[0],
+      grid[1],
+      grid[2],
+      block[0],
+      block[1],
+      block[2],
+      smem,
+      this.stream,
+      this.paramArray,
+      null,
+    ) as number;
+    if (res !== 0)
+      this.check.cu(
+        res,
+        `cuLaunchKernel(${fn.name}, grid ${grid.join('x')}, block ${block.join('x')}, smem ${smem})`,
+      );
+  }
+
+  /**
+   * `launch`, allowed to overlap the previous kernel in the stream (programmatic dependent
+   * launch, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the kernel must wait for
+   * it (griddepcontrol.wait) before reading its outputs or writing what it reads. Graph
+   * capture records the overlap as a programmatic edge.
+   */
+  launchOverlapped(
+    fn: KernelFn,
+    grid: readonly [number, number, number],
+    block: readonly [number, number, number],
+    smem: number,
+    sig: ArgSig,
+    ...args: number[]
+  ): void {
+    if (!this.packArgs(fn, grid, sig, args)) return;
+    const c = this.launchConfig.view;
+    [...grid, ...block, smem].forEach((d, i) => c.setUint32(4 * i, d, true));
+    const res = this.libs.cu.cuLaunchKernelEx(
+      this.launchConfig.address,
+      fn.handle,
+      this.paramArray,
+      null,
+    ) as number;
+    if (res !== 0)
+      this.check.cu(
+        res,
+        `cuLaunchKernelEx(${fn.name}, grid ${grid.join('x')}, block ${block.join('x')}, smem ${smem})`,
+      );
+  }
+
+  /** Packs the arguments into the native block; false for an empty grid (nothing to launch). */
+  private packArgs(
+    fn: KernelFn,
+    grid: readonly [number, number, number],
+    sig: ArgSig,
+    args: readonly number[],
+  ): boolean {
     if (sig.length !== args.length)
       throw new Error(`launch ${fn.name}: ${sig.length} kinds, ${args.length} args`);
     const v = this.argView;
@@ -228,25 +289,7 @@ export class CudaDevice {
           throw new Error(`launch ${fn.name}: bad arg kind ${sig[i]}`);
       }
     }
-    if (grid[0] === 0 || grid[1] === 0 || grid[2] === 0) return;
-    const res = this.libs.cu.cuLaunchKernel(
-      fn.handle,
-      grid[0],
-      grid[1],
-      grid[2],
-      block[0],
-      block[1],
-      block[2],
-      smem,
-      this.stream,
-      this.paramArray,
-      null,
-    ) as number;
-    if (res !== 0)
-      this.check.cu(
-        res,
-        `cuLaunchKernel(${fn.name}, grid ${grid.join('x')}, block ${block.join('x')}, smem ${smem})`,
-      );
+    return grid[0] !== 0 && grid[1] !== 0 && grid[2] !== 0;
   }
 
   /** `timing` false: CU_EVENT_DISABLE_TIMING, cheaper for pure ordering. */
@@ -360,4 +403,23 @@ export function fmtBytes(n: number): string {
   if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${n} B`;
+}
+
+const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+
+/**
+ * Native CUlaunchConfig (cuda.h: 7 x u32 grid/block/smem, hStream at 32, attrs at 40,
+ * numAttrs at 48; 56 bytes) followed at 64 by its one CUlaunchAttribute (id u32, pad to 8,
+ * value union: programmaticStreamSerializationAllowed = 1).
+ */
+function overlapConfig(stream: number): { block: unknown; view: DataView; address: number } {
+  const block = native.alloc(64 + 72);
+  const view = new DataView(native.view(block, 64 + 72));
+  const address = native.address(block);
+  view.setBigUint64(32, BigInt(stream), true);
+  view.setBigUint64(40, BigInt(address + 64), true);
+  view.setUint32(48, 1, true);
+  view.setUint32(64, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, true);
+  view.setInt32(72, 1, true);
+  return { block, view, address };
 }

@@ -116,6 +116,11 @@ function declareDriver(lib: Lib) {
       'cuLaunchKernel',
       'int %(void *fn, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t smem, void *stream, uint64_t params, void *extra)',
     ),
+    /** config: the address of a CUlaunchConfig (device.ts builds it in native memory). */
+    cuLaunchKernelEx: d(
+      'cuLaunchKernelEx',
+      'int %(uint64_t config, void *fn, uint64_t params, void *extra)',
+    ),
     ...declareDriverExec(d),
     ...declareDriverIpc(d),
   };

@@ -46,7 +46,9 @@ export const SKINNY_GEMM = kernel({
     counters: 'ptr',
   },
   launch:
-    'grid (ceil(N/128), 1, splits), block 128, dyn smem STAGES*(128*128+NF*8*XB [+NF*8*4 q8, h8])',
+    'grid (ceil(N/128), ceil(M/rows), splits), block 128, dyn smem STAGES*(128*128+NF*8*XB [+NF*8*4 q8, h8])',
+  // Streams its first weight stages while the previous kernel finishes (griddepcontrol).
+  overlapsPrevious: true,
 });
 export const SKINNY_GU = kernel({
   file: 'skinny-gemm',

@@ -24,6 +24,11 @@ export interface KernelDecl<N extends string = string, A extends ArgSpec = ArgSp
   readonly launch: string;
   /** -D macros the file is compiled with for this kernel (a separate module per value set). */
   readonly defines: readonly string[];
+  /**
+   * Launched to overlap the previous kernel in the stream (programmatic dependent launch): the
+   * kernel waits for it (griddepcontrol.wait) before reading anything it may have written.
+   */
+  readonly overlapsPrevious: boolean;
   /** One letter per argument for CudaDevice.launch, derived from `args`. */
   readonly sig: string;
   /** The argument names in order, derived from `args`. */
@@ -48,11 +53,18 @@ export function kernel<const N extends string, const A extends ArgSpec>(d: {
   args: A;
   launch: string;
   defines?: readonly string[];
+  overlapsPrevious?: boolean;
 }): KernelDecl<N, A> {
   const sig = Object.values(d.args)
     .map((t) => LETTER[t])
     .join('');
-  return Object.freeze({ ...d, defines: d.defines ?? [], sig, argNames: Object.keys(d.args) });
+  return Object.freeze({
+    ...d,
+    defines: d.defines ?? [],
+    overlapsPrevious: d.overlapsPrevious ?? false,
+    sig,
+    argNames: Object.keys(d.args),
+  });
 }
 
 /** `prefix` + each suffix, typed as the union of the names. */

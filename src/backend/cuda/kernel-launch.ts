@@ -28,5 +28,6 @@ export function launchKernel<D extends KernelDecl>(
   ensureSmem(ctx, fn, smem);
   const a = args as Readonly<Record<string, number>>;
   const values = k.argNames.map((n) => a[n]!);
-  ctx.dev.launch(fn, shape.grid, shape.block, smem, k.sig, ...values);
+  if (k.overlapsPrevious) ctx.dev.launchOverlapped(fn, shape.grid, shape.block, smem, k.sig, ...values);
+  else ctx.dev.launch(fn, shape.grid, shape.block, smem, k.sig, ...values);
 }

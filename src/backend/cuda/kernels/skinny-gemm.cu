@@ -93,6 +93,15 @@ __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/**
+ * Programmatic dependent launch (sm_90): wait until the kernels this one overlaps have
+ * finished and their writes are visible (a no-op for a plain launch); let the next kernel,
+ * if launched to overlap this one, start its own prologue.
+ */
+__device__ __forceinline__ void grid_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_dep_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 /** An L2 read (another block's partial sums, written during this kernel). */
 __device__ __forceinline__ float ld_cg(const float* p) {
   float v;
@@ -246,13 +255,16 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
     xsOk = true;
     xsSrc = XS + (long long)(MODE == SK_GU ? perm[row] / Kw : row) * (K / 128);
   }
-  auto load = [&](int stage, int kt) {
+  auto loadW = [&](int stage, int kt) {
     unsigned char* st = smem_raw + stage * STAGE_BYTES;
 #pragma unroll
     for (int j = 0; j < AJ; j++) {
       const int c = tid + 128 * j, s = c >> 3, u = (c & 7) ^ ((s & 1) << 2);
       cp_async16(st + s * SK_ROWB + u * 16, aSrc[j] + (long long)kt * SK_ROWB, aOk[j]);
     }
+  };
+  auto loadX = [&](int stage, int kt) {
+    unsigned char* st = smem_raw + stage * STAGE_BYTES;
 #pragma unroll
     for (int j = 0; j < XJ; j++) {
       const int c = tid + 128 * j, r = c / XU;
@@ -260,6 +272,10 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
       if (c < XCH) cp_async16(st + A_BYTES + r * XB + u * 16, xSrc[j] + (long long)kt * BK, xOk[j]);
     }
     if (XSC && tid < NF * 8) cp_async4(st + XS_AT + tid * 4, xsSrc + kt, xsOk);
+  };
+  auto load = [&](int stage, int kt) {
+    loadW(stage, kt);
+    loadX(stage, kt);
   };
 
   // Fragment slots of this thread: m-tile mi rows g (a0/a2) and g+8 (a1/a3).
@@ -280,11 +296,20 @@ __device__ void skinny(const unsigned char* __restrict__ W, const void* __restri
 #pragma unroll
       for (int q = 0; q < 4; q++) acc[mi][f][q] = 0.f;
 
+  // Prologue: the weight stages first (constant: they may stream while the previous kernel
+  // finishes, when this one was launched to overlap it), then wait for that kernel (a no-op
+  // otherwise) before reading x or writing anything. Group 0 holds every prologue weight
+  // stage and x stage 0, group s x stage s: stage s has landed once group s has.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++)
+    if (kt0 + s < kt1) loadW(s, kt0 + s);
+  grid_dep_wait();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
-    if (kt0 + s < kt1) load(s, kt0 + s);
+    if (kt0 + s < kt1) loadX(s, kt0 + s);
     cp_commit();
   }
+  grid_dep_launch();
   for (int kt = kt0; kt < kt1; kt++) {
     // Block FP8: this tile's row scales, loaded before the barrier so the wait hides them.
     float sc[NM][2];
@@ -577,6 +602,7 @@ extern "C" __global__ void __launch_bounds__(256)
 // amax makes s NaN. grid ceil(rows * K/128 / 8), block 256.
 extern "C" __global__ void __launch_bounds__(256)
     skinny_half_x(const bf16_t* x, int rows, int K, bf16_t* xh, float* xs) {
+  grid_dep_launch();  // the GEMM after this may stream its weights meanwhile
   const long long gi = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   if (gi >= (long long)rows * (K / 128)) return;
   const int lane = threadIdx.x & 31;
