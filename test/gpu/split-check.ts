@@ -1,5 +1,5 @@
 /**
- * The q8 decode GEMMs' activation split (skinny-gemm.cu skinny_split_x) against its host
+ * The q8 decode GEMMs' activation split (skinny-x.cu skinny_split_x) against its host
  * twin: per 128 inputs of a row, s = 2^(e-8) for amax = m · 2^e (m in [0.5, 1)), hi =
  * E4M3(x / s), lo = E4M3(x / s - hi). Codes and scales must match bit for bit, and (hi + lo) · s
  * must be x exactly where |x| ≥ s/4 and within s · 2^-10 elsewhere (what the GEMM's

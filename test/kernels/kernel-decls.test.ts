@@ -53,7 +53,7 @@ describe('kernel declarations against the .cu sources', () => {
   });
 
   it('a changed parameter fails the check (the reader sees types, names and order)', () => {
-    const src = SOURCE.get('skinny-gemm')!.get('skinny_split_x')!;
+    const src = SOURCE.get('skinny-x')!.get('skinny_split_x')!;
     expect(src.params).not.toEqual(Object.entries({ ...TABLE.SKINNY_SPLIT.args, rows: 'i64' }));
     expect(src.params.map(([n]) => n)).toEqual(['x', 'rows', 'K', 'xq', 'xs']);
   });

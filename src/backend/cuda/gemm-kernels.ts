@@ -1,7 +1,7 @@
 /**
  * Declarations of kernels/skinny-gemm.cu (see its header): the decode GEMMs on bf16 and FP8
- * weights with split-K, and the MoE's FP8 expert GEMMs on the same loop. Re-exported by
- * kernel-table.ts.
+ * weights with split-K, and the MoE's FP8 expert GEMMs on the same loop; and of
+ * kernels/skinny-x.cu, their activation conversions (q8, h8). Re-exported by kernel-table.ts.
  */
 import { kernel, variants } from './kernel-decl.js';
 
@@ -86,13 +86,13 @@ export const SKINNY_DOWN = kernel({
   launch: 'grid (ceil(D/128), maxTiles), block 128, dyn smem STAGES*(128*128+BT*256)',
 });
 export const SKINNY_SPLIT = kernel({
-  file: 'skinny-gemm',
+  file: 'skinny-x',
   names: ['skinny_split_x'],
   args: { x: 'ptr', rows: 'i32', K: 'i32', xq: 'ptr', xs: 'ptr' },
   launch: 'grid ceil(rows*K/128/8), block 256 (a warp per 128 inputs of a row)',
 });
 export const SKINNY_HALF = kernel({
-  file: 'skinny-gemm',
+  file: 'skinny-x',
   names: ['skinny_half_x'],
   args: { x: 'ptr', rows: 'i32', K: 'i32', xh: 'ptr', xs: 'ptr' },
   launch: 'grid ceil(rows*K/128/8), block 256 (a warp per 128 inputs of a row)',

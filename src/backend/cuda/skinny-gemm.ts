@@ -1,5 +1,5 @@
 /**
- * Launchers for kernels/skinny-gemm.cu (see its header): decode GEMMs out[M, N] = x · W^T
+ * Launchers for kernels/skinny-gemm.cu and skinny-x.cu (see their headers): decode GEMMs out[M, N] = x · W^T
  * for M ≤ 64 on bf16 or FP8 weights, split over K when the column blocks alone do not fill
  * the GPU, and the MoE's FP8 expert GEMMs on the same loop. Block FP8 runs widened to bf16
  * in registers (w8a16), on the E4M3 tensor cores (q8: x is first split exactly into two
