@@ -94,6 +94,8 @@ function timeGraphMs(gpu: CudaBackend, n: number, f: (i: number) => void): numbe
   }
 }
 
+const MO = { alpha: 1.702, limit: 7 };
+
 /** Weight copies per shape: at least 256 MB of bf16 in all (L2 is 60 MB). */
 function copiesOf(N: number, K: number): number {
   return Math.max(1, Math.ceil(256e6 / (N * K * 2)));
@@ -126,17 +128,99 @@ function moeBench(gpu: CudaBackend, tokens: number[]): Record<string, number>[] 
     ] as const)
       for (const path of ['tiles', 'per-expert-cublas'] as MoeGemmPath[])
         r[`${wn} ${path} ms`] = +timeMs(gpu, () =>
-          moe(gpu.ctx, gpu.gemm, o, x, ids, wts, ew, { alpha: 1.702, limit: 7 }, path),
+          moe(gpu.ctx, gpu.gemm, o, x, ids, wts, ew, MO, path),
         ).toFixed(4);
+    r['bf16 skinny tiles ms'] = +timeMs(gpu, () =>
+      moe(gpu.ctx, gpu.gemm, o, x, ids, wts, b16, MO, 'tiles', undefined, 'skinny'),
+    ).toFixed(4);
     for (const k of ['w8a16', 'h8'] as const)
       r[`fp8 tiles ${k} ms`] = +timeMs(gpu, () =>
-        moe(gpu.ctx, gpu.gemm, o, x, ids, wts, f8, { alpha: 1.702, limit: 7 }, 'tiles', k),
+        moe(gpu.ctx, gpu.gemm, o, x, ids, wts, f8, MO, 'tiles', k),
       ).toFixed(4);
     console.log(JSON.stringify(r));
     out.push(r);
   }
   cpu.close();
   return out;
+}
+
+/** One weight shape at every batch: cuBLAS, the skinny kernels (bf16, each FP8 kind), variants. */
+function benchShape(
+  gpu: CudaBackend,
+  bw: number,
+  shape: [string, number, number],
+  batches: number[],
+  sweep: number[],
+): Record<string, number | string>[] {
+  const [name, N, K] = shape;
+  const ctx = gpu.ctx;
+  const rows: Record<string, number | string>[] = [];
+  const n = copiesOf(N, K);
+  const wb: CudaTensor[] = [];
+  const w8: CudaFp8Weight[] = [];
+  for (let c = 0; c < n; c++) {
+    wb.push(gpu.alloc([N, K], 'bf16') as CudaTensor);
+    gpu.fillRandom(wb[c]!, 7 + c, 1 / Math.sqrt(K));
+    w8.push(gpu.fp8!.quantize(wb[c]!) as CudaFp8Weight);
+  }
+  for (const M of batches) {
+    const x = gpu.alloc([M, K], 'bf16') as CudaTensor;
+    gpu.fillRandom(x, 3, 1);
+    const o = gpu.alloc([M, N], 'f32') as CudaTensor;
+    const bytes16 = N * K * 2;
+    const bytes8 = N * K * (1 + 4 / 128);
+    const r: Record<string, number | string> = { name, N, K, M, copies: n };
+    const put = (key: string, bytes: number, f: (i: number) => void): void => {
+      const ms = timeGraphMs(gpu, n, f);
+      r[`${key} ms`] = +ms.toFixed(4);
+      r[`${key} %bw`] = Math.round((100 * bytes) / (ms * 1e-3) / bw);
+    };
+    put('cublas bf16', bytes16, (i) =>
+      gpu.gemm.gemm(o.ptr, 'f32', x.ptr, wb[i]!.ptr, 'bf16', M, N, K),
+    );
+    const sms = gpu.dev.smCount;
+    const plan = (k: SkinnyWeight): string => {
+      const h = skinnySliceRows(sms, k, M, N, K);
+      return `${h} rows x ${skinnySplits(sms, k, M, N, K, h)}`;
+    };
+    r['bf16 plan'] = plan('b');
+    put('skinny bf16', bytes16, (i) =>
+      skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K),
+    );
+    // The same without token slices (before: all M in one block row).
+    const S0 = skinnySplits(sms, 'b', M, N, K);
+    put('skinny bf16 unsliced', bytes16, (i) =>
+      skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K, S0, M),
+    );
+    r['w8a16 plan'] = plan('blk');
+    put('w8a16 fp8', bytes8, (i) =>
+      skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
+    );
+    r['q8 plan'] = plan('q8');
+    put('q8 fp8', bytes8, (i) =>
+      skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K),
+    );
+    r['h8 plan'] = plan('h8');
+    put('h8 fp8', bytes8, (i) =>
+      skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K),
+    );
+    put('h8 x scaling alone', M * K * 2, () => skinnyHalfX(ctx, 'bench.x', x.ptr, M, K));
+    for (const h of [32, 16].filter((v) => v < M))
+      put(`h8 rows=${h}`, bytes8, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, undefined, h),
+      );
+    for (const S of sweep)
+      put(`h8 S=${S}`, bytes8, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
+      );
+    console.log(JSON.stringify(r));
+    rows.push(r);
+    gpu.free(x);
+    gpu.free(o);
+  }
+  gpu.synchronize();
+  for (const t of [...wb, ...w8]) gpu.free(t);
+  return rows;
 }
 
 async function main(): Promise<void> {
@@ -146,75 +230,8 @@ async function main(): Promise<void> {
   const gpu = await createCudaBackend({});
   const ceil = smoke(gpu);
   const bw = ceil.copyTBs * 1e12;
-  const ctx = gpu.ctx;
   const rows: Record<string, number | string>[] = [];
-  for (const [name, N, K] of SHAPES) {
-    const n = copiesOf(N, K);
-    const wb: CudaTensor[] = [];
-    const w8: CudaFp8Weight[] = [];
-    for (let c = 0; c < n; c++) {
-      wb.push(gpu.alloc([N, K], 'bf16') as CudaTensor);
-      gpu.fillRandom(wb[c]!, 7 + c, 1 / Math.sqrt(K));
-      w8.push(gpu.fp8!.quantize(wb[c]!) as CudaFp8Weight);
-    }
-    for (const M of batches) {
-      const x = gpu.alloc([M, K], 'bf16') as CudaTensor;
-      gpu.fillRandom(x, 3, 1);
-      const o = gpu.alloc([M, N], 'f32') as CudaTensor;
-      const bytes16 = N * K * 2;
-      const bytes8 = N * K * (1 + 4 / 128);
-      const r: Record<string, number | string> = { name, N, K, M, copies: n };
-      const put = (key: string, bytes: number, f: (i: number) => void): void => {
-        const ms = timeGraphMs(gpu, n, f);
-        r[`${key} ms`] = +ms.toFixed(4);
-        r[`${key} %bw`] = Math.round((100 * bytes) / (ms * 1e-3) / bw);
-      };
-      put('cublas bf16', bytes16, (i) =>
-        gpu.gemm.gemm(o.ptr, 'f32', x.ptr, wb[i]!.ptr, 'bf16', M, N, K),
-      );
-      const sms = gpu.dev.smCount;
-      const plan = (k: SkinnyWeight): string => {
-        const h = skinnySliceRows(sms, k, M, N, K);
-        return `${h} rows x ${skinnySplits(sms, k, M, N, K, h)}`;
-      };
-      r['bf16 plan'] = plan('b');
-      put('skinny bf16', bytes16, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K),
-      );
-      // The same without token slices (before: all M in one block row).
-      const S0 = skinnySplits(sms, 'b', M, N, K);
-      put('skinny bf16 unsliced', bytes16, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K, S0, M),
-      );
-      r['w8a16 plan'] = plan('blk');
-      put('w8a16 fp8', bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
-      );
-      r['q8 plan'] = plan('q8');
-      put('q8 fp8', bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K),
-      );
-      r['h8 plan'] = plan('h8');
-      put('h8 fp8', bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K),
-      );
-      put('h8 x scaling alone', M * K * 2, () => skinnyHalfX(ctx, 'bench.x', x.ptr, M, K));
-      for (const h of [32, 16].filter((v) => v < M))
-        put(`h8 rows=${h}`, bytes8, (i) =>
-          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, undefined, h),
-        );
-      for (const S of sweep)
-        put(`h8 S=${S}`, bytes8, (i) =>
-          skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
-        );
-      console.log(JSON.stringify(r));
-      rows.push(r);
-      gpu.free(x);
-      gpu.free(o);
-    }
-    gpu.synchronize();
-    for (const t of [...wb, ...w8]) gpu.free(t);
-  }
+  for (const shape of SHAPES) rows.push(...benchShape(gpu, bw, shape, batches, sweep));
   const moeRows = moeBench(gpu, arg('moe-tokens', '8,64,512,2048').split(',').map(Number));
   mkdirSync(out, { recursive: true });
   writeFileSync(

@@ -44,7 +44,7 @@ import { checkFp8Real } from './fp8-real-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
 import { checkNormRopeCache } from './norm-rope-cache-check.js';
 import { checkTinyLong } from './tiny-long-check.js';
-import { checkMoeGrouped, checkMoePaths } from './moe-check.js';
+import { checkMoeGrouped, checkMoePaths, checkMoeSkinnyTiles } from './moe-check.js';
 import { checkMsaModel } from './msa-model-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
@@ -204,6 +204,7 @@ async function main(): Promise<void> {
       ...guard('q8 activation split', () => checkSplit(gpu)),
       ...guard('h8 activation scaling', () => checkHalf(gpu)),
       ...guard('skinny GEMMs', () => checkSkinny(cpu, gpu)),
+      ...guard('bf16 MoE on the skinny tiles', () => checkMoeSkinnyTiles(cpu, gpu)),
     ];
     printTable('Decode GEMMs (skinny-gemm.cu): bf16 / FP8 weights vs CPU, split-K', rows);
     all.push(...rows);

@@ -8,7 +8,7 @@
 import type { Backend } from '../../src/backend/backend.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { MoeGemmPath } from '../../src/backend/cuda/moe-expert-gemm.js';
-import { moe } from '../../src/backend/cuda/moe-ops.js';
+import { moe, type Bf16MoeTiles } from '../../src/backend/cuda/moe-ops.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { randArray, relErr, type Row } from './check-util.js';
 
@@ -74,11 +74,48 @@ export function moeInputs(
   };
 }
 
-export function runGpuMoe(gpu: CudaBackend, c: MoeCase, inp: MoeInputs, path: MoeGemmPath): Tensor {
+export function runGpuMoe(
+  gpu: CudaBackend,
+  c: MoeCase,
+  inp: MoeInputs,
+  path: MoeGemmPath,
+  tiles?: Bf16MoeTiles,
+): Tensor {
   const out = gpu.alloc([c.T, c.D], 'bf16');
   const ew = { gateUp: inp.gateUp, down: inp.down, firstExpert: 0, numLocalExperts: c.E + 1 };
-  moe(gpu.ctx, gpu.gemm, out, inp.x, inp.ids, inp.wts, ew, MO, path);
+  moe(gpu.ctx, gpu.gemm, out, inp.x, inp.ids, inp.wts, ew, MO, path, undefined, tiles);
   return out;
+}
+
+/**
+ * bf16 experts on skinny-gemm.cu's tile loop (Bf16MoeTiles 'skinny') against the CPU and
+ * against moe.cu's tiles ('mma'), at decode and prefill sizes and the real expert shape.
+ */
+export function checkMoeSkinnyTiles(cpu: Backend, gpu: CudaBackend): Row[] {
+  const rows: Row[] = [];
+  for (const c of [
+    { T: 5, D: 1024, I: 512, E: 32, topK: 4 },
+    { T: 700, D: 1024, I: 512, E: 32, topK: 4 },
+    { T: 32, D: 6144, I: 3072, E: 128, topK: 4 },
+  ]) {
+    const routes = moeRoutes(cpu, c, 40 + c.T);
+    const gi = moeInputs(gpu, c, routes, 50);
+    const s = runGpuMoe(gpu, c, gi, 'tiles', 'skinny');
+    const m = runGpuMoe(gpu, c, gi, 'tiles', 'mma');
+    const [sf, mf] = [gpu.readF32(s), gpu.readF32(m)];
+    const name = `moe T=${c.T} D=${c.D} I=${c.I} ${c.E}+1 experts top-${c.topK}, bf16 skinny tiles`;
+    if (c.D <= 1024) {
+      const ci = moeInputs(cpu, c, routes, 50);
+      const ref = cpu.alloc([c.T, c.D], 'bf16');
+      const ew = { gateUp: ci.gateUp, down: ci.down, firstExpert: 0, numLocalExperts: c.E + 1 };
+      cpu.moe(ref, ci.x, ci.ids, ci.wts, ew, MO);
+      rows.push(row(`${name} vs CPU`, relErr(sf, cpu.readF32(ref)), BF16_LIMIT));
+      freeAll(cpu, [ref, ...Object.values(ci)]);
+    }
+    rows.push(row(`${name} vs mma tiles`, relErr(sf, mf), PATH_LIMIT));
+    freeAll(gpu, [s, m, ...Object.values(gi)]);
+  }
+  return rows;
 }
 
 function row(check: string, err: number, limit: number): Row {

@@ -17,8 +17,8 @@ export const SKINNY_NF = ['1', '2', '4', '8'] as const;
 const DENSE = SKINNY_WEIGHTS.flatMap((w) =>
   (['b', 'f'] as const).flatMap((o) => SKINNY_NF.map((nf) => `${w}_${o}_${nf}` as const)),
 );
-/** The MoE kernels' FP8 kinds (as SKINNY_WEIGHTS). */
-export const SKINNY_MOE_WEIGHTS = ['blk', 'mx', 'q8', 'h8'] as const;
+/** The MoE kernels' weight kinds (as SKINNY_WEIGHTS). */
+export const SKINNY_MOE_WEIGHTS = ['b', 'blk', 'mx', 'q8', 'h8'] as const;
 export type SkinnyMoeWeight = (typeof SKINNY_MOE_WEIGHTS)[number];
 const MOE = SKINNY_MOE_WEIGHTS.flatMap((f) =>
   (['16', '32', '64'] as const).map((bt) => `${f}_${bt}` as const),

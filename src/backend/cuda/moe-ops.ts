@@ -21,7 +21,7 @@ import type { CublasGemm } from './cublas-gemm.js';
 import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { fp8Dequantize, fp8MmaFits } from './fp8-ops.js';
-import { skinnyMoeGemms, type Fp8DecodeKernel } from './skinny-gemm.js';
+import { skinnyMoeGemms, skinnyMoeGemmsBf16, type Fp8DecodeKernel } from './skinny-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 export function routerTopK(
@@ -57,6 +57,13 @@ export function routerTopK(
     },
   );
 }
+
+/**
+ * bf16 experts' tile kernels: moe.cu's moe_mma_* ('mma') or skinny-gemm.cu's streaming loop
+ * ('skinny', as the FP8 experts); checks and benchmarks may pick either.
+ */
+export type Bf16MoeTiles = 'mma' | 'skinny';
+export const BF16_MOE_TILES: Bf16MoeTiles = 'mma';
 
 const MMA_STAGES = 4;
 const MMA_PITCH = 72;
@@ -271,6 +278,7 @@ export function moe(
   o: MoeOptions,
   path?: MoeGemmPath,
   fp8Kernel?: Fp8DecodeKernel,
+  bf16Tiles: Bf16MoeTiles = BF16_MOE_TILES,
 ): void {
   const [T, D] = x.shape as [number, number];
   const E = ew.numLocalExperts;
@@ -316,7 +324,8 @@ export function moe(
     perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
     return;
   }
-  if (mma) mmaGemms(ctx, p, gu.ptr, xi.ptr, dn.ptr, wi.ptr, o);
+  if (mma && bf16Tiles === 'skinny') skinnyMoeGemmsBf16(ctx, p, gu.ptr, xi.ptr, dn.ptr, wi.ptr, o);
+  else if (mma) mmaGemms(ctx, p, gu.ptr, xi.ptr, dn.ptr, wi.ptr, o);
   else
     scalarGemms(
       ctx,

@@ -261,11 +261,40 @@ export function skinnyMoeGemms(
   o: MoeOptions,
   kernel: Fp8DecodeKernel = FP8_DECODE_KERNEL,
 ): void {
+  skinnyMoeTiles(ctx, p, moeKind(gu, dn, kernel), fp8Args(gu), x, fp8Args(dn), w, o);
+}
+
+/**
+ * bf16 experts [E, 2I, D] / [E, D, I] on the same tile loop (the alternative to moe.cu's
+ * moe_mma_* kernels, BF16_MOE_TILES).
+ */
+export function skinnyMoeGemmsBf16(
+  ctx: OpContext,
+  p: MoePlan,
+  gu: number,
+  x: number,
+  dn: number,
+  w: number,
+  o: MoeOptions,
+): void {
+  const none = { S: 0, G: 1 };
+  skinnyMoeTiles(ctx, p, 'b', { W: gu, ...none }, x, { W: dn, ...none }, w, o);
+}
+
+function skinnyMoeTiles(
+  ctx: OpContext,
+  p: MoePlan,
+  kind: SkinnyMoeWeight,
+  gu: { W: number; S: number; G: number },
+  x: number,
+  dn: { W: number; S: number; G: number },
+  w: number,
+  o: MoeOptions,
+): void {
   const { buf: b, BT, D, I, Kw, T, n } = p;
   if (p.maxTiles > 65535)
     throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
   const rows = tileRows(BT);
-  const kind = moeKind(gu, dn, kernel);
   const tiles = {
     perm: b.perm,
     Kw,
@@ -282,7 +311,7 @@ export function skinnyMoeGemms(
     `skinny_gu_${kind}_${rows}`,
     { grid: [Math.ceil(I / 64), p.maxTiles, 1], block: [128, 1, 1], smem },
     {
-      ...fp8Args(gu),
+      ...gu,
       x: xin.xq,
       xs: xin.xs,
       ...tiles,
@@ -299,7 +328,7 @@ export function skinnyMoeGemms(
     SKINNY_DOWN,
     `skinny_down_${kind}_${rows}`,
     { grid: [Math.ceil(D / 128), p.maxTiles, 1], block: [128, 1, 1], smem },
-    { ...fp8Args(dn), act: ain.xq, xs: ain.xs, ...tiles, I, D, y: b.y, rw: w },
+    { ...dn, act: ain.xq, xs: ain.xs, ...tiles, I, D, y: b.y, rw: w },
   );
 }
 

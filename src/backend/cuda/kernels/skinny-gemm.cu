@@ -39,8 +39,9 @@
 //       I, act, alpha, limit): grid (ceil(I/64), maxTiles), block 128: act = SwiGLU(x.gate, x.up)
 //   skinny_down_<F>_<BT>(W, S, G, act, xs, perm, Kw, offsets, tileExpert, tileStart, numTiles,
 //       I, D, y, rw): grid (ceil(D/128), maxTiles), block 128: y[row] = rw * act[row] . down^T
-//   (F = blk | mx | q8, BT = 16/32/64 token rows per MoE tile, the tile table of moe.cu
-//   moe_scan; q8 takes the split x and the split act.)
+//   (F = b | blk | mx | q8 | h8, BT = 16/32/64 token rows per MoE tile, the tile table of
+//   moe.cu moe_scan; q8 takes the split x and the split act, h8 both scaled to f16; b: bf16
+//   experts, the alternative to moe.cu's moe_mma_* tiles.)
 // (q8's and h8's x conversions, skinny_split_x and skinny_half_x, are in skinny-x.cu.)
 // No host reads, no allocation: graph-capturable. Tested by test/gpu/skinny-check.ts: every
 // variant against the CPU backend on the same (quantized) weights, split and unsplit, ragged
@@ -546,6 +547,9 @@ SK_DENSE_NF(h8, SK_H8, f, true)
                                  numTiles, 0, I, D, D, 0, y, true, nullptr, nullptr, rw, 0.f,  \
                                  0.f);                                                         \
   }
+SK_MOE(b, SK_BF16, 16)
+SK_MOE(b, SK_BF16, 32)
+SK_MOE(b, SK_BF16, 64)
 SK_MOE(blk, SK_BLK, 16)
 SK_MOE(blk, SK_BLK, 32)
 SK_MOE(blk, SK_BLK, 64)
