@@ -39,7 +39,6 @@ import {
   type WeightBytes,
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
-import { FP8_DECODE_KERNEL } from '../src/backend/cuda/skinny-gemm.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -178,7 +177,7 @@ function markdown(
 ): string {
   const wtype =
     quantization === 'fp8'
-      ? `block-FP8 linears (--quantization fp8, decode kernel ${FP8_DECODE_KERNEL})`
+      ? 'block-FP8 linears (--quantization fp8; decode kernels by size: fp8DenseKernel, fp8MoeKernel)'
       : 'bf16';
   const lines = [
     `Model: MiniMax-M3 real dimensions, ${cfg.numLayers} layers (3 dense + ${cfg.numLayers - 3} MoE), ${wtype}, shared expert fused (129 x top-5).`,

@@ -205,6 +205,10 @@ function benchShape(
       skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K),
     );
     put('h8 x scaling alone', M * K * 2, () => skinnyHalfX(ctx, 'bench.x', x.ptr, M, K));
+    for (const h of [32].filter((v) => v < M))
+      put(`w8a16 rows=${h}`, bytes8, (i) =>
+        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K, undefined, h),
+      );
     for (const h of [32, 16].filter((v) => v < M))
       put(`h8 rows=${h}`, bytes8, (i) =>
         skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, undefined, h),

@@ -1,12 +1,12 @@
 /**
  * FP8 weights on the GPU (kernels/skinny-gemm.cu, kernels/fp8-gemm.cu, issue 13) against the
  * CPU backend, which computes on the dequantized values code · scale in float32:
- * - ops: the dense GEMM (decode M ≤ 256: block FP8 on FP8_DECODE_KERNEL, MXFP8 widened; and
- *   the dequantize + cuBLAS prefill path) and the MoE expert GEMMs (tiles, block FP8 on both
- *   decode kernels; per-expert cuBLAS prefill), for block FP8 and MXFP8 with random codes and
+ * - ops: the dense GEMM (decode M ≤ 256: block FP8 on fp8DenseKernel's choice, MXFP8 widened;
+ *   and the dequantize + cuBLAS prefill path) and the MoE expert GEMMs (tiles, block FP8 on
+ *   each decode kernel; per-expert cuBLAS prefill), for block FP8 and MXFP8 with random codes and
  *   a random scale per row and group; readF32 of a weight is exact;
  * - the device quantizer (`--quantization fp8`) bit for bit against quantizeRows;
- * - real MiniMax-M3 shapes: FP8 kernels (block FP8 on both decode kernels, q8 and w8a16) vs
+ * - real MiniMax-M3 shapes: FP8 kernels (block FP8 on each decode kernel: q8, w8a16, h8) vs
  *   the bf16 kernels on the same (dequantized) weights;
  * - whole models: the tiny-mxfp8 golden with FP8 kept vs dequantized at load (bit for bit: MX
  *   values are exact in bf16) and vs the CPU, and a block-FP8 `init-random --dtype fp8`
@@ -23,7 +23,6 @@ import { fp8Dequantize } from '../../src/backend/cuda/fp8-ops.js';
 import { moe } from '../../src/backend/cuda/moe-ops.js';
 import type { CudaTensor } from '../../src/backend/cuda/cuda-tensor.js';
 import {
-  FP8_DECODE_KERNEL,
   FP8_DECODE_KERNELS,
   fp8Operand,
   skinnyGemm,
@@ -112,7 +111,7 @@ function denseChecks(cpu: Backend, gpu: CudaBackend): Row[] {
       limit: '0',
       pass: countDiff(gpu.readF32(gw), h.values) === 0,
     });
-    for (const M of [1, 8, 33, 64, 130, 300]) {
+    for (const M of [1, 8, 24, 33, 64, 130, 300]) {
       const x = randArray(M * K, 100 + M);
       const go = gpu.alloc([M, N], 'f32');
       const co = cpu.alloc([M, N], 'f32');
@@ -209,9 +208,8 @@ function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
           BF16_LIMIT,
         ),
       );
-      // Block FP8's other tile kernels than the default one.
-      const others = FP8_DECODE_KERNELS.filter((k) => k !== FP8_DECODE_KERNEL);
-      for (const k of s.kind === 'block' ? others : []) {
+      // Block FP8 on each tile kernel (the default above is fp8MoeKernel's for T).
+      for (const k of s.kind === 'block' ? FP8_DECODE_KERNELS : []) {
         const out = gpu.alloc([T, D], 'bf16');
         const up = (v: Float32Array | Int32Array, sh: number[], dt: 'bf16' | 'i32' | 'f32') =>
           gpu.upload(v, sh, dt);

@@ -12,7 +12,7 @@ import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { cuda, type CudaTensor } from './cuda-tensor.js';
 import * as ew from './elementwise-ops.js';
 import { fp8Dequantize } from './fp8-ops.js';
-import { bf16Operand, fp8Operand, skinnyGemm } from './skinny-gemm.js';
+import { bf16Operand, fp8DenseKernel, fp8Operand, skinnyGemm } from './skinny-gemm.js';
 import type { OpContext } from './op-context.js';
 
 export function matmul(
@@ -124,9 +124,9 @@ function fp8SkinnyRows(
   K: number,
 ): boolean {
   const f32 = o.dtype === 'f32';
-  const op = fp8Operand(w);
   for (let r = 0; r < M; r += 64) {
     const m = Math.min(64, M - r);
+    const op = fp8Operand(w, fp8DenseKernel(m));
     const out = o.ptr + r * N * (f32 ? 4 : 2);
     if (!skinnyGemm(ctx, out, f32, x + r * K * 2, op, m, N, K)) return false;
   }

@@ -60,10 +60,12 @@ export function routerTopK(
 
 /**
  * bf16 experts' tile kernels: moe.cu's moe_mma_* ('mma') or skinny-gemm.cu's streaming loop
- * ('skinny', as the FP8 experts); checks and benchmarks may pick either.
+ * ('skinny', as the FP8 experts), the default by measurement (session 6 W2, skinny-bench, the
+ * MoE layer at the real shape: T = 1 0.232 against 0.257 ms, T = 8 0.909 against 0.992, T = 64
+ * 3.149 against 3.349, T = 2,048 7.22 against 7.35); checks and benchmarks may pick either.
  */
 export type Bf16MoeTiles = 'mma' | 'skinny';
-export const BF16_MOE_TILES: Bf16MoeTiles = 'mma';
+export const BF16_MOE_TILES: Bf16MoeTiles = 'skinny';
 
 const MMA_STAGES = 4;
 const MMA_PITCH = 72;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { skinnySliceRows, skinnySplits } from './skinny-gemm.js';
+import { fp8DenseKernel, fp8MoeKernel, skinnySliceRows, skinnySplits } from './skinny-gemm.js';
 
 // H200: 132 SMs. Shapes of MiniMax-M3's decode GEMMs ([N, K]).
 const SMS = 132;
@@ -14,16 +14,35 @@ describe('skinny GEMM plan', () => {
     expect(skinnySliceRows(SMS, 'b', 32, 512, 6144)).toBe(8);
     expect(skinnySliceRows(SMS, 'h8', 64, 128, 6144)).toBe(8);
   });
-  it('keeps all tokens in one block row where the columns fill the GPU or the weight is large', () => {
+  it('keeps all tokens in one block row where the columns fill the GPU', () => {
     expect(skinnySliceRows(SMS, 'b', 8, 512, 6144)).toBe(8);
     expect(skinnySliceRows(SMS, 'b', 1, 512, 6144)).toBe(1);
     expect(skinnySliceRows(SMS, 'h8', 64, 200064, 6144)).toBe(64);
-    // FP8 o_proj (50 MB): over the 16 MB that L2 holds for every slice's reads.
-    expect(skinnySliceRows(SMS, 'h8', 64, 6144, 8192)).toBe(64);
+    expect(skinnySliceRows(SMS, 'blk', 64, 24576, 6144)).toBe(64);
+  });
+  it('slices large weights only in two halves of 32 rows', () => {
+    // FP8 o_proj (50 MB) at M = 64: 48 column blocks x 2 splits fill under half the slots.
+    expect(skinnySliceRows(SMS, 'h8', 64, 6144, 8192)).toBe(32);
+    expect(skinnySliceRows(SMS, 'blk', 64, 8192, 6144)).toBe(32);
+    expect(skinnySliceRows(SMS, 'blk', 32, 8192, 6144)).toBe(32);
   });
   it('caps splits by the K stages and the last block reduction', () => {
     expect(skinnySplits(SMS, 'h8', 1, 512, 6144)).toBe(24);
     expect(skinnySplits(SMS, 'b', 1, 512, 6144)).toBe(32);
     expect(skinnySplits(SMS, 'h8', 1, 200064, 6144)).toBe(1);
+  });
+});
+
+describe('FP8 decode kernel choice', () => {
+  it('follows the W2 measurements', () => {
+    expect([1, 8, 9, 32, 33, 64].map(fp8DenseKernel)).toEqual([
+      'w8a16',
+      'w8a16',
+      'h8',
+      'h8',
+      'w8a16',
+      'w8a16',
+    ]);
+    expect([1, 64, 65, 2048].map(fp8MoeKernel)).toEqual(['h8', 'h8', 'w8a16', 'w8a16']);
   });
 });

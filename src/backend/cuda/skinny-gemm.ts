@@ -4,7 +4,8 @@
  * the GPU, and the MoE's FP8 expert GEMMs on the same loop. Block FP8 runs widened to bf16
  * in registers (w8a16), on the E4M3 tensor cores (q8: x is first split exactly into two
  * E4M3 terms, skinny_split_x, and the codes go to the MMA as they are) or widened to f16 by
- * the hardware conversion against x scaled to f16 (h8: skinny_half_x first): FP8_DECODE_KERNEL.
+ * the hardware conversion against x scaled to f16 (h8: skinny_half_x first): fp8DenseKernel and
+ * fp8MoeKernel choose by size.
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
@@ -44,14 +45,28 @@ export function bf16Operand(ptr: number): SkinnyOperand {
 export const FP8_DECODE_KERNELS = ['q8', 'w8a16', 'h8'] as const;
 export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
 
-/** The kernel that matmul and moe run block FP8 on (checks and benchmarks may pick either). */
-export const FP8_DECODE_KERNEL: Fp8DecodeKernel = 'w8a16';
+/**
+ * The kernel that matmul runs block FP8 on for M tokens, by measurement (session 6 W2,
+ * skinny-bench on one H200, MiniMax-M3 shapes, CUDA-graph device time): w8a16 at M ≤ 8 (a
+ * dense layer's six GEMMs 178 against h8's 188 µs at M = 8: h8 adds its x scaling), h8 up to
+ * 32 (247 against 256 µs at M = 32), w8a16 beyond (LM head M = 64: 0.765 against 0.808 ms).
+ * q8 was slower at every M. Checks and benchmarks may pick any.
+ */
+export function fp8DenseKernel(M: number): Fp8DecodeKernel {
+  return M > 8 && M <= 32 ? 'h8' : 'w8a16';
+}
+
+/**
+ * The kernel of block-FP8 MoE tiles for T tokens (same W2): h8 up to 64 tokens (MoE layer at
+ * the real shape: T = 8 0.546 against 0.585 ms, T = 64 1.733 against 1.934), w8a16 beyond (T =
+ * 2,048 prefill: 7.09 against 7.79 ms).
+ */
+export function fp8MoeKernel(T: number): Fp8DecodeKernel {
+  return T <= 64 ? 'h8' : 'w8a16';
+}
 
 /** The decode operand for an FP8 weight: block FP8 (128-input blocks) on `kernel`, MXFP8 widened. */
-export function fp8Operand(
-  w: CudaFp8Weight,
-  kernel: Fp8DecodeKernel = FP8_DECODE_KERNEL,
-): SkinnyOperand {
+export function fp8Operand(w: CudaFp8Weight, kernel: Fp8DecodeKernel): SkinnyOperand {
   const op = fp8WidenOperand(w);
   const scaledX = kernel !== 'w8a16' && op.kind === 'blk' && op.group % 128 === 0;
   return scaledX ? { ...op, kind: kernel } : op;
@@ -175,15 +190,17 @@ export function skinnySplits(
   return Math.max(1, Math.min(Math.floor(slots / blocks), 32, Math.floor(kt / 2), reduceCap));
 }
 
-/** Weights up to this size are sliced by tokens (every slice reads them; L2 holds them). */
+/** Weights up to this size are sliced down to 8 rows (every slice reads them; L2 holds them). */
 const SLICE_MAX_BYTES = 16 << 20;
 
 /**
  * Token rows per block: all M, or slices of 32 / 16 / 8 rows when the column blocks x splits
  * of all M fill under a quarter of the block slots (k/v and index projections at M = 32-64:
- * 4 column blocks, split at most 128/M ways, were 8 blocks on a 132-SM GPU; lead's W1 eager
- * profile: [512x6144] 0.25 ms at B = 1, 0.74 ms at B = 64). Only weights up to 16 MB, so the
- * slices' repeated reads come from L2.
+ * 4 column blocks, split at most 128/M ways, were 8 blocks on a 132-SM GPU; W2: bf16 k_proj
+ * M = 64 0.0726 -> 0.0153 ms). Larger weights (L2 holds only some of their reads twice) only
+ * in two slices of 32, under half of the slots (W2, FP8 h8 at M = 64: q_proj 0.098 -> 0.063,
+ * o_proj 0.116 -> 0.070, dense down 0.156 -> 0.093 ms; gate|up, 192 column blocks, and the LM
+ * head were slower sliced and stay whole).
  */
 export function skinnySliceRows(
   smCount: number,
@@ -192,14 +209,14 @@ export function skinnySliceRows(
   N: number,
   K: number,
 ): number {
-  const bytes = N * K * (kind === 'b' ? 2 : 1);
+  const small = N * K * (kind === 'b' ? 2 : 1) <= SLICE_MAX_BYTES;
+  const share = small ? 4 : 2;
   let rows = M;
-  for (const r of [M, 32, 16, 8]) {
+  for (const r of small ? [M, 32, 16, 8] : [M, 32]) {
     if (r > M) continue;
     rows = r;
-    if (bytes > SLICE_MAX_BYTES) break;
     const blocks = Math.ceil(N / 128) * Math.ceil(M / r) * skinnySplits(smCount, kind, M, N, K, r);
-    if (4 * blocks >= blockSlots(smCount, kind, tilesFor(r))) break;
+    if (share * blocks >= blockSlots(smCount, kind, tilesFor(r))) break;
   }
   return rows;
 }
@@ -259,7 +276,7 @@ export function skinnyMoeGemms(
   dn: CudaFp8Weight,
   w: number,
   o: MoeOptions,
-  kernel: Fp8DecodeKernel = FP8_DECODE_KERNEL,
+  kernel: Fp8DecodeKernel = fp8MoeKernel(p.T),
 ): void {
   skinnyMoeTiles(ctx, p, moeKind(gu, dn, kernel), fp8Args(gu), x, fp8Args(dn), w, o);
 }
