@@ -28,6 +28,7 @@ export function launchKernel<D extends KernelDecl>(
   ensureSmem(ctx, fn, smem);
   const a = args as Readonly<Record<string, number>>;
   const values = k.argNames.map((n) => a[n]!);
-  if (k.overlapsPrevious) ctx.dev.launchOverlapped(fn, shape.grid, shape.block, smem, k.sig, ...values);
+  if (k.overlapsPrevious)
+    ctx.dev.launchOverlapped(fn, shape.grid, shape.block, smem, k.sig, ...values);
   else ctx.dev.launch(fn, shape.grid, shape.block, smem, k.sig, ...values);
 }
