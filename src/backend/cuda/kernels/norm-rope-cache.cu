@@ -11,10 +11,10 @@
 //   (R + 8 * Dh) * 4 bytes. Dh <= 1024. Type letters: x (q/k/v), w (norm weights), cache
 //   (b, f, 8 = E4M3).
 // Tested by test/gpu/norm-rope-cache-check.ts: fused against the unfused kernels, every bit.
-// Not yet equal (W3, 2026-12-02, one H200): 4 of 97M values in bf16 mode and about 0.2% of f32
-// values differ, most likely by one ulp where the compiler contracts rope_lo/rope_hi into a
-// different FMA than in rope_*; hence opt-in (MOESERVE_FUSE_NORM_ROPE=1). The next step is
-// rope.cuh with explicit __fmul_rn/__fadd_rn, so no kernel has a choice.
+// W3 of 2026-12-02 found 4 of 97M bf16 values (0.2% of f32 values) one ulp off: the compiler
+// had contracted rope_lo/rope_hi into different FMAs here and in rope_*. rope.cuh and the norm
+// sums now spell every rounding (__fmul_rn/__fsub_rn/__fadd_rn/__fmaf_rn), so neither kernel
+// has a choice.
 #include "common.cuh"
 #include "fp8.cuh"
 #include "rope.cuh"
@@ -48,7 +48,7 @@ __device__ void norm_rope_cache_impl(TX* q, TX* k, const TX* v, const TW* qw, co
     float ss = 0.f;
     for (int i = lane; i < Dh; i += 32) {
       const float a = ldf(x + i);
-      ss += a * a;
+      ss = __fmaf_rn(a, a, ss);  // as norm.cu's rms_warp
     }
     const float inv = rsqrtf(warp_sum(ss) / Dh + eps);
     for (int i = lane; i < Dh; i += 32) buf[i] = roundto<TX>(ldf(x + i) * inv * (1.f + ldf(w + i)));

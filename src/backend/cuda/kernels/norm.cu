@@ -3,6 +3,8 @@
 // Rows of n = len(w) elements (n = head_dim gives the per-head q/k norm).
 // Launch: *_block: grid (rows), block 256 (n >= 512); *_warp: grid (ceil(rows/8)), block 256,
 // one warp per row. Type letters: out, x (or residual), w. Tested by test/gpu/gpu-check.ts.
+// The sums of squares are explicit FMAs (__fmaf_rn) so that norm-rope-cache.cu, which spells
+// the per-head norm the same way, gets these bits whatever the compiler would contract.
 #include "common.cuh"
 #include "norm-row.cuh"
 
@@ -12,7 +14,7 @@ __device__ void rms_block(TO* out, const TX* x, const TW* w, int n, float eps) {
   const long long row = blockIdx.x;
   const TX* xr = x + row * n;
   float ss = 0.f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) { const float v = ldf(xr + i); ss += v * v; }
+  for (int i = threadIdx.x; i < n; i += blockDim.x) { const float v = ldf(xr + i); ss = __fmaf_rn(v, v, ss); }
   const float inv = rsqrtf(block_sum(ss, scratch) / n + eps);
   for (int i = threadIdx.x; i < n; i += blockDim.x)
     stf(out + row * n + i, ldf(xr + i) * inv * (1.f + ldf(w + i)));
@@ -25,7 +27,7 @@ __device__ void rms_warp(TO* out, const TX* x, const TW* w, long long rows, int 
   if (row >= rows) return;
   const TX* xr = x + row * n;
   float ss = 0.f;
-  for (int i = lane; i < n; i += 32) { const float v = ldf(xr + i); ss += v * v; }
+  for (int i = lane; i < n; i += 32) { const float v = ldf(xr + i); ss = __fmaf_rn(v, v, ss); }
   const float inv = rsqrtf(warp_sum(ss) / n + eps);
   for (int i = lane; i < n; i += 32) stf(out + row * n + i, ldf(xr + i) * inv * (1.f + ldf(w + i)));
 }
