@@ -15,18 +15,41 @@ const WORKSPACE_BYTES = 64 * 2 ** 20;
 
 export type GemmType = 'bf16' | 'f32';
 
+/** A cuBLAS handle on its own stream with its own workspace (see CublasGemm.fork). */
+interface Lane {
+  readonly gemm: CublasGemm;
+  readonly stream: unknown;
+  readonly done: unknown;
+}
+
+/**
+ * GEMMs on `n` lanes forked from the device stream: each runs after everything issued on the
+ * device stream before the fork, concurrently with the other lanes' GEMMs; `join` makes the
+ * device stream's later work wait for all of them (events, no host wait).
+ */
+export interface GemmLanes {
+  readonly count: number;
+  gemm(lane: number, ...args: Parameters<CublasGemm['gemm']>): void;
+  join(): void;
+}
+
 export class CublasGemm {
   private readonly handle: unknown;
   private readonly one = new Float32Array([1]);
   private readonly zero = new Float32Array([0]);
   readonly version: number;
+  private readonly lanes: Lane[] = [];
+  private forkEvent: unknown = null;
 
-  constructor(private readonly dev: CudaDevice) {
+  constructor(
+    private readonly dev: CudaDevice,
+    stream: unknown = dev.stream,
+  ) {
     const { cublas } = dev.libs;
     const h: [unknown] = [null];
     dev.check.cublas(cublas.cublasCreate(h), 'cublasCreate');
     this.handle = h[0];
-    dev.check.cublas(cublas.cublasSetStream(this.handle, dev.stream), 'cublasSetStream');
+    dev.check.cublas(cublas.cublasSetStream(this.handle, stream), 'cublasSetStream');
     // A fixed workspace: cuBLAS must not allocate while a CUDA graph is being captured.
     const ws = dev.malloc(WORKSPACE_BYTES, 'cuBLAS workspace');
     dev.check.cublas(
@@ -75,6 +98,37 @@ export class CublasGemm {
     ) as number;
     if (res !== 0)
       this.dev.check.cublas(res, `cublasGemmGroupedBatchedEx(${n} problems, N=${N}, K=${K})`);
+  }
+
+  /**
+   * `n` lanes (created on first use, then kept: a stream, a handle and a 64 MiB workspace
+   * each) forked from the device stream. For independent GEMMs too small to fill the GPU
+   * alone (the MoE's per-expert GEMMs at prefill); never while a graph is captured.
+   */
+  fork(n: number): GemmLanes {
+    const { dev } = this;
+    if (dev.isCapturing) throw new Error('cuBLAS lanes: not while a CUDA graph is captured');
+    const { cu } = dev.libs;
+    while (this.lanes.length < n) {
+      const st: [unknown] = [null];
+      dev.check.cu(cu.cuStreamCreate(st, 0), 'cuStreamCreate');
+      this.lanes.push({ gemm: new CublasGemm(dev, st[0]), stream: st[0], done: dev.createEvent(false) });
+    }
+    this.forkEvent ??= dev.createEvent(false);
+    dev.record(this.forkEvent);
+    const lanes = this.lanes.slice(0, n);
+    for (const l of lanes)
+      dev.check.cu(cu.cuStreamWaitEvent(l.stream, this.forkEvent, 0), 'cuStreamWaitEvent');
+    return {
+      count: n,
+      gemm: (lane, ...args) => lanes[lane]!.gemm.gemm(...args),
+      join: () => {
+        for (const l of lanes) {
+          dev.check.cu(cu.cuEventRecord(l.done, l.stream), 'cuEventRecord');
+          dev.streamWait(l.done);
+        }
+      },
+    };
   }
 
   /** Whether `grouped` is available (cuBLAS 12.5+). */

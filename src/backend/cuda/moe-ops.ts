@@ -322,6 +322,7 @@ export function moe(
       rw: wi.ptr,
       out: xo.ptr,
       grouped: how === 'grouped-cublas',
+      concurrent: true,
     };
     perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
     return;
@@ -384,6 +385,7 @@ function moeFp8(
       rw: wi.ptr,
       out: xo.ptr,
       grouped: false, // one dequantized expert buffer, reused
+      concurrent: false,
     };
     perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
     return true;

@@ -52,11 +52,34 @@ constexpr int THREADS = 128 * FA_HB;
 constexpr int DH = FA_DH, NT = DH / 8, KT = DH / 16;
 constexpr float LOG2E = 1.4426950408889634f;
 
-/** Copies keys kt..kt+63 of one page-table row into K and V tiles (zero past hi). */
+/**
+ * Copies keys kt..kt+63 of one page-table row into K and V tiles (zero past hi). kt is a
+ * multiple of BN; where S is too (every real page size), the tile lies in one page, so its page
+ * and row base are looked up once per tile instead of once per 16-byte chunk (a division by
+ * the runtime S and a page-table load each: about a fifth of a thread's instructions per tile).
+ */
 __device__ __forceinline__ void load_tile(bf16_t* ks, bf16_t* vs, const kv_t* kc,
                                           const kv_t* vc, const int* pt, int kt, int hi, int S,
                                           int W, int col) {
   constexpr int VPR = DH / 8;
+  if (S % BN == 0) {
+    const long long base = ((long long)pt[kt / S] * S + kt % S) * W + col;
+#pragma unroll
+    for (int i = threadIdx.x; i < BN * VPR; i += THREADS) {
+      const int j = i / VPR, v = i - j * VPR;
+      const bool ok = kt + j < hi;
+      const long long off = ok ? base + (long long)j * W + v * 8 : 0;
+#if KV_FP8
+      const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(ks + j * KP + v * 8) = ok ? ld8_bf16(kc + off) : zero;
+      *reinterpret_cast<uint4*>(vs + j * KP + v * 8) = ok ? ld8_bf16(vc + off) : zero;
+#else
+      cp_async16(ks + j * KP + v * 8, kc + off, ok);
+      cp_async16(vs + j * KP + v * 8, vc + off, ok);
+#endif
+    }
+    return;
+  }
 #pragma unroll
   for (int i = threadIdx.x; i < BN * VPR; i += THREADS) {
     const int j = i / VPR, v = i - j * VPR, key = kt + j;
@@ -74,54 +97,60 @@ __device__ __forceinline__ void load_tile(bf16_t* ks, bf16_t* vs, const kv_t* kc
 }
 
 /**
- * Masks one m16 tile's scores s (16 rows x 64 keys from kt; rows at positions p0 / p1, -1 for
- * rows outside the run) unless `whole`, and folds them into the online softmax (m, l, o):
- * s becomes the probabilities, o is rescaled.
+ * Folds one m16 tile's raw scores s (16 rows x 64 keys from kt; rows at positions p0 / p1, -1
+ * for rows outside the run) into the online softmax (m, l, o), masking keys past a row's
+ * position unless `whole`: s becomes the probabilities, o is rescaled where a row's maximum
+ * grew. m is kept in base-2 units (scores times sl2); l is this thread's partial row sum (its
+ * 16 columns of each tile), summed over the quad once at the end, since every factor applied
+ * to it is uniform over the quad.
+ * Instruction diet (v3): the scale is folded into the exponent's FFMA, the mask is one compare
+ * per element and only on tiles that need it, and the rescale of o (2 x NT x 2 FMULs) is
+ * skipped when no row of the warp has a new maximum (most tiles past the first few).
  */
 __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&o)[NT][4], float* m,
                                              float* l, int kt, int p0, int p1, bool whole,
                                              float sl2, int qc) {
+  if (!whole) {
+    // key = kt + qc + n * 8 + (e & 1) is visible iff n * 8 + (e & 1) <= p - kt - qc.
+    const int d0 = p0 - kt - qc, d1 = p1 - kt - qc;
+#pragma unroll
+    for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++)
+        if (n * 8 + (e & 1) > (e < 2 ? d0 : d1)) s[n][e] = -INFINITY;
+  }
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-  for (int n = 0; n < BN / 8; n++) {
+  for (int n = 0; n < BN / 8; n++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int key = kt + n * 8 + qc + (e & 1);
-      const float v = (whole || key <= (e < 2 ? p0 : p1)) ? s[n][e] * sl2 : -INFINITY;
-      s[n][e] = v;
-      mx[e >> 1] = fmaxf(mx[e >> 1], v);
-    }
-  }
+    for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
   float corr[2], msafe[2];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-    const float mn = fmaxf(m[r], mx[r]);
+    // sl2 > 0 and rounding is monotonic, so max(s) * sl2 is max(s * sl2).
+    const float mn = fmaxf(m[r], mx[r] * sl2);
     msafe[r] = mn == -INFINITY ? 0.f : mn;
-    corr[r] = m[r] == -INFINITY ? 0.f : exp2f(m[r] - msafe[r]);
+    // A row that has seen no key yet has o = 0 and l = 0: any finite factor will do.
+    corr[r] = m[r] == -INFINITY ? 1.f : exp2f(m[r] - msafe[r]);
     m[r] = mn;
+    l[r] *= corr[r];
   }
-  float rs[2] = {0.f, 0.f};
 #pragma unroll
-  for (int n = 0; n < BN / 8; n++) {
+  for (int n = 0; n < BN / 8; n++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const float p = exp2f(s[n][e] - msafe[e >> 1]);  // -inf -> 0
+      const float p = exp2f(fmaf(s[n][e], sl2, -msafe[e >> 1]));  // -inf -> 0
       s[n][e] = p;
-      rs[e >> 1] += p;
+      l[e >> 1] += p;
     }
-  }
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
-    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
-    l[r] = l[r] * corr[r] + rs[r];
-  }
-#pragma unroll
-  for (int n = 0; n < NT; n++) {
-    o[n][0] *= corr[0]; o[n][1] *= corr[0];
-    o[n][2] *= corr[1]; o[n][3] *= corr[1];
+    for (int n = 0; n < NT; n++) {
+      o[n][0] *= corr[0]; o[n][1] *= corr[0];
+      o[n][2] *= corr[1]; o[n][3] *= corr[1];
+    }
   }
 }
 }  // namespace
@@ -187,6 +216,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
   // ldmatrix lane addresses: K (non-transposed) x4 = keys n*8+(lane&7), dims +8*(lane>>3);
   // V (transposed) x4 = keys +(lane&15), dims +8*(lane>>4).
   const int kOff = (lane & 7) * KP + (lane >> 3) * 8;
+  // K x4 over two key groups of 8 (FA_MW 2): lanes 0-15 keys +(lane&7), dims +8*(lane>>3&1);
+  // lanes 16-31 the same for the next 8 keys.
+  const int kOff2 = ((lane & 7) + (lane >> 4) * 8) * KP + ((lane >> 3) & 1) * 8;
   const int vOff = (lane & 15) * KP + (lane >> 4) * 8;
   __syncthreads();
 
@@ -259,11 +291,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
           for (int mi = 0; mi < MW; mi++)
             ldsm_x4(qf[mi][0], qf[mi][1], qf[mi][2], qf[mi][3], sq + qOff + mi * 16 * KP + kk * 16);
 #pragma unroll
-          for (int n = 0; n < BN / 8; n++) {
-            unsigned kb[2];
-            ldsm_x2(kb[0], kb[1], ks + n * 8 * KP + kOff + kk * 16);
+          for (int n = 0; n < BN / 8; n += 2) {  // key groups n and n + 1 from one ldmatrix
+            unsigned kb[4];
+            ldsm_x4(kb[0], kb[1], kb[2], kb[3], ks + n * 8 * KP + kOff2 + kk * 16);
 #pragma unroll
-            for (int mi = 0; mi < MW; mi++) mma16816(s[mi][n], qf[mi], kb[0], kb[1]);
+            for (int mi = 0; mi < MW; mi++) {
+              mma16816(s[mi][n], qf[mi], kb[0], kb[1]);
+              mma16816(s[mi][n + 1], qf[mi], kb[2], kb[3]);
+            }
           }
         }
 #endif
@@ -308,6 +343,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
 #pragma unroll
   for (int mi = 0; mi < MW; mi++) {
     const int r0 = wr + mi * 16 + qr, r1 = r0 + 8;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {  // the quad's partial row sums
+      l[mi][r] += __shfl_xor_sync(0xffffffffu, l[mi][r], 1);
+      l[mi][r] += __shfl_xor_sync(0xffffffffu, l[mi][r], 2);
+    }
     const float inv0 = l[mi][0] > 0.f ? vScale / l[mi][0] : 0.f;
     const float inv1 = l[mi][1] > 0.f ? vScale / l[mi][1] : 0.f;
     bf16_t* o0 = out + (long long)(t0 + r0) * H * DH + (long long)h * DH + qc;
