@@ -2,7 +2,7 @@
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
  *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), attention,
- *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops, fused] [--fp8-real-positions 2]
+ *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops, fused, moe] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
  *        [--group-failures 0,1,2]
@@ -23,7 +23,7 @@
  * 11. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts),
  * 12. MSA at long context: selection and sparse attention ops (msa-prefill-check.ts) and an
  * 8,320-token prompt through a reduced-width MSA model (msa-model-check.ts);
- * `attention` runs only the attention kernels' checks of `ops`.
+ * `attention` runs only the attention kernels' checks of `ops`, `moe` only its MoE paths'.
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -87,6 +87,12 @@ async function main(): Promise<void> {
     // The attention kernels' checks alone (also part of ops), for a quick look after a change.
     const rows = [...checkPrefillAttention(cpu, gpu), ...checkDecodeAttention(cpu, gpu)];
     printTable('attention kernels: CUDA vs CPU', rows);
+    all.push(...rows);
+  }
+  if (only.has('moe')) {
+    // The MoE paths' checks of `ops` alone (tiles, per-expert cuBLAS on its lanes, vs CPU).
+    const rows = checkMoePaths(cpu, gpu);
+    printTable('MoE paths: CUDA vs CPU and vs each other', rows);
     all.push(...rows);
   }
   if (only.has('msa-ops')) {

@@ -76,10 +76,10 @@ export const ATTENTION_DECODE = kernel({
 export const ATTENTION_PREFILL = kernel({
   file: 'attention-prefill',
   names: ['attention_prefill'],
-  args: PAGED_ATTENTION_ARGS,
+  args: { ...PAGED_ATTENTION_ARGS, blocks: 'ptr', topk: 'i32', nbw: 'i32' },
   launch:
-    'grid (ceil(T/(64*FA_MW)), H/FA_HB), block 128*FA_HB, dyn smem (256 + (FA_MW-1)*FA_HB*128)*(Dh+8)*2',
-  defines: ['FA_DH', 'FA_HB', 'FA_MW', 'KV_FP8'],
+    'grid (ceil(T/(64*FA_MW)), H/FA_HB), block 128*FA_HB, dyn smem (256 + (FA_MW-1)*FA_HB*128)*(Dh+8)*2 + FA_SPARSE*(64*FA_MW+1)*nbw*4',
+  defines: ['FA_DH', 'FA_HB', 'FA_MW', 'KV_FP8', 'FA_SPARSE'],
 });
 
 // ------------------------------------------------------------------ kernels/msa.cu

@@ -30,6 +30,20 @@ export type PrefillAttention = 'tensor-cores' | 'scalar';
  */
 export const PREFILL_TOKENS_PER_SEQ = 64;
 
+/**
+ * MSA-sparse prefill batches whose sequences hold at most this many keys go to the prefill
+ * kernel's sparse form (FA_SPARSE: each 128-row tile walks the union of its rows' selected
+ * blocks, masking per row), longer ones to the decode kernel (one token per block). The union
+ * can be every block (random weights select near-random blocks), where the prefill kernel does
+ * the dense causal work; at 8,192 keys that dense work still costs less than the decode
+ * kernel's sparse work (W1 of 2026-12-02: the MSA layer's attention ~7.4 ms on the decode
+ * kernel against ~5.9 ms for a dense layer), and the two meet near 12-16k keys.
+ */
+export const SPARSE_PREFILL_MAX_KEYS = 12_288;
+
+/** Dynamic shared memory a prefill block may take (227 KiB on sm_90, less its static 1 KiB). */
+const PREFILL_MAX_SMEM = 227 * 1024 - 1024;
+
 export function attention(
   ctx: OpContext,
   out: Tensor,
@@ -41,14 +55,17 @@ export function attention(
   prefill: PrefillAttention = 'tensor-cores',
 ): void {
   const T = meta.numTokens;
-  if (
+  const prefillShaped =
     prefill === 'tensor-cores' &&
-    (!o.blocks || sparseIsDense(ctx, meta, o, k)) &&
     out.dtype === 'bf16' &&
     o.headDim % 16 === 0 &&
     o.headDim <= 128 &&
-    T >= PREFILL_TOKENS_PER_SEQ * meta.numSeqs
-  ) {
+    T >= PREFILL_TOKENS_PER_SEQ * meta.numSeqs;
+  if (prefillShaped && (!o.blocks || sparseIsDense(ctx, meta, o, k))) {
+    attentionPrefill(ctx, out, q, k, v, meta, { ...o, blocks: null });
+    return;
+  }
+  if (prefillShaped && sparsePrefillFits(ctx, meta, o, k)) {
     attentionPrefill(ctx, out, q, k, v, meta, o);
     return;
   }
@@ -57,6 +74,20 @@ export function attention(
     return;
   }
   if (k.dtype === 'f8e4m3') throw new Error(fp8Unsupported(out, o, prefill));
+  scalarAttention(ctx, out, q, k, v, meta, o);
+}
+
+/** Every batch on the scalar flash kernel (kernels/attention.cu), bf16 or f32. */
+function scalarAttention(
+  ctx: OpContext,
+  out: Tensor,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  meta: CudaBatchMeta,
+  o: AttentionOptions,
+): void {
+  const T = meta.numTokens;
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
   const { qo, qi, kc, vc } = attentionTensors(out, q, k, v, T, o, ['bf16', 'f32']);
   const S = kc.shape[1]!;
@@ -127,6 +158,45 @@ function sparseIsDense(ctx: OpContext, meta: CudaBatchMeta, o: AttentionOptions,
   return meta.batch.seqs.every((s) => Math.floor((s.numCached + s.numNew - 1) / S) < topk);
 }
 
+/**
+ * Whether the prefill kernel's sparse form takes this MSA batch: decided on the host from the
+ * batch (never while capturing), every sequence within SPARSE_PREFILL_MAX_KEYS, and its
+ * per-row block bitmaps within shared memory.
+ */
+function sparsePrefillFits(
+  ctx: OpContext,
+  meta: CudaBatchMeta,
+  o: AttentionOptions,
+  k: Tensor,
+): boolean {
+  if (!o.blocks || ctx.dev.isCapturing) return false;
+  if (meta.batch.seqs.some((s) => s.numCached + s.numNew > SPARSE_PREFILL_MAX_KEYS)) return false;
+  const { smem } = prefillShape(o, k.dtype, meta.pageStride, true);
+  return smem <= PREFILL_MAX_SMEM;
+}
+
+/**
+ * Block shape, dynamic shared memory and bitmap words per row (sparse) of a prefill launch:
+ * two stages of K and V tiles, then (MW 2) a Q tile of 128 rows per head, then (sparse) the
+ * rows' block bitmaps and their union.
+ */
+function prefillShape(
+  o: AttentionOptions,
+  kvDtype: string,
+  pageStride: number,
+  sparse: boolean,
+  tiling?: PrefillTiling,
+): { HB: number; MW: number; smem: number; nbw: number } {
+  const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
+  const HB = tiling?.heads ?? ((H / Hkv) % 2 === 0 ? 2 : 1);
+  // 32 rows per warp measured fastest (W2 of 2026-12-02: 211 vs 153 TFLOP/s at 32k tokens);
+  // FP8 caches keep 16 (the widening loads push 32 rows past the register file).
+  const MW = tiling?.mTiles ?? (kvDtype === 'f8e4m3' ? 1 : 2);
+  const nbw = sparse ? Math.ceil(pageStride / 32) : 0;
+  const smem = (2 * 2 * 64 + (MW - 1) * HB * 128) * (Dh + 8) * 2 + (64 * MW + 1) * nbw * 4;
+  return { HB, MW, smem, nbw };
+}
+
 /** Why the scalar kernel cannot take an FP8 cache (it reads bf16 or f32 only). */
 function fp8Unsupported(out: Tensor, o: AttentionOptions, prefill: PrefillAttention): string {
   return (
@@ -167,7 +237,10 @@ export interface PrefillTiling {
   readonly mTiles: 1 | 2;
 }
 
-/** bf16 dense causal attention on tensor cores (kernels/attention-prefill.cu). */
+/**
+ * bf16 causal attention on tensor cores (kernels/attention-prefill.cu): dense, or with
+ * `o.blocks` MSA-sparse (each token attends the keys of its selected blocks).
+ */
 export function attentionPrefill(
   ctx: OpContext,
   out: Tensor,
@@ -182,14 +255,12 @@ export function attentionPrefill(
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
   const { qo, qi, kc, vc } = attentionTensors(out, q, k, v, T, o, ['bf16']);
   if (H % Hkv !== 0) throw new Error(`attention: ${H} heads are not a multiple of ${Hkv} KV heads`);
-  const HB = tiling?.heads ?? ((H / Hkv) % 2 === 0 ? 2 : 1);
-  // 32 rows per warp measured fastest (W2 of 2026-12-02: 211 vs 153 TFLOP/s at 32k tokens);
-  // FP8 caches keep 16 (the widening loads push 32 rows past the register file).
-  const MW = tiling?.mTiles ?? (kc.dtype === 'f8e4m3' ? 1 : 2);
+  const sparse = o.blocks !== null;
+  const { HB, MW, smem, nbw } = prefillShape(o, kc.dtype, meta.pageStride, sparse, tiling);
   if ((H / Hkv) % HB !== 0)
     throw new Error(`attention: ${HB} heads per block do not divide a GQA group of ${H / Hkv}`);
-  // Two stages of K and V tiles, then (MW 2) a Q tile of 128 rows per head.
-  const smem = (2 * 2 * 64 + (MW - 1) * HB * 128) * (Dh + 8) * 2;
+  const topk = o.blocks ? o.blocks.shape[2]! : 0;
+  const blocks = o.blocks ? cuda(o.blocks, 'attention.blocks', ['i32'], [Hkv, T, topk]).ptr : 0;
   launchKernel(
     ctx,
     ATTENTION_PREFILL,
@@ -198,7 +269,7 @@ export function attentionPrefill(
       grid: [Math.ceil(T / (64 * MW)), H / HB, 1],
       block: [128 * HB, 1, 1],
       smem,
-      defines: kvDefines(kc, { FA_DH: Dh, FA_HB: HB, FA_MW: MW }),
+      defines: kvDefines(kc, { FA_DH: Dh, FA_HB: HB, FA_MW: MW, FA_SPARSE: sparse ? 1 : 0 }),
     },
     {
       out: qo.ptr,
@@ -214,6 +285,9 @@ export function attentionPrefill(
       Hkv,
       S: kc.shape[1]!,
       ...kvScales(kc, o),
+      blocks,
+      topk,
+      nbw,
     },
   );
 }

@@ -36,6 +36,9 @@
 #ifndef KV_FP8
 #define KV_FP8 0
 #endif
+#ifndef FA_SPARSE
+#define FA_SPARSE 0
+#endif
 #if KV_FP8
 typedef e4m3_t kv_t;
 #else
@@ -153,12 +156,34 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&o)[N
     }
   }
 }
+
+/** The first key tile from kt on (multiples of BN below hi) holding a block set in ub, or hi. */
+__device__ __forceinline__ int next_tile(const unsigned* ub, int kt, int hi, int S) {
+  for (; kt < hi; kt += BN) {
+    const int last = (min(kt + BN, hi) - 1) / S;
+    for (int bb = kt / S; bb <= last; bb++)
+      if ((ub[bb >> 5] >> (bb & 31)) & 1u) return kt;
+  }
+  return hi;
+}
+
+/** Bit j set iff key kt + j (below hi) lies in a block set in the row's bitmap rb. */
+__device__ __forceinline__ unsigned long long row_sel(const unsigned* rb, int kt, int hi, int S) {
+  const int last = (min(kt + BN, hi) - 1) / S;
+  unsigned long long m = 0ull;
+  for (int bb = kt / S; bb <= last; bb++)
+    if ((rb[bb >> 5] >> (bb & 31)) & 1u) {
+      const int lo = max(bb * S, kt) - kt, up = min(bb * S + S, kt + BN) - kt;
+      m |= (up - lo >= 64 ? ~0ull : ((1ull << (up - lo)) - 1ull)) << lo;
+    }
+  return m;
+}
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
     bf16_t* out, const bf16_t* q, const kv_t* kc, const kv_t* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int S,
-    float scale, float vScale) {
+    float scale, float vScale, const int* blocks, int topk, int nbw) {
   extern __shared__ __align__(16) unsigned char smraw[];
   bf16_t* sk = reinterpret_cast<bf16_t*>(smraw);  // 2 stages x ([BN][KP] K, [BN][KP] V)
   __shared__ int rowPos[BM], rowSeq[BM];
@@ -220,6 +245,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
   // lanes 16-31 the same for the next 8 keys.
   const int kOff2 = ((lane & 7) + (lane >> 4) * 8) * KP + ((lane >> 3) & 1) * 8;
   const int vOff = (lane & 15) * KP + (lane >> 4) * 8;
+#if FA_SPARSE
+  // Row bitmaps [BM][nbw] of each row's selected blocks, then their union [nbw], after the
+  // K/V stages and Q tiles.
+  unsigned* rowBits = reinterpret_cast<unsigned*>(sk + 4 * TILE + (MW - 1) * FA_HB * BM * KP);
+  unsigned* unionBits = rowBits + BM * nbw;
+#else
+  (void)blocks, (void)topk, (void)nbw;
+#endif
   __syncthreads();
 
   // Runs of rows of one sequence: [a, b).
@@ -246,20 +279,61 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
     }
     const int* pt = pageTable + (long long)seq * pageStride;
     const int col = g * DH;
-    __syncthreads();  // the previous run's readers of stage 0 are done
-    load_tile(sk, sk + TILE, kc, vc, pt, 0, hi, S, W, col);
+    __syncthreads();  // the previous run's readers of stage 0 (and of the bitmaps) are done
+#if FA_SPARSE
+    // The run's selections as bitmaps: blocks b < 0 (absent) and past a row's position skipped,
+    // as the decode kernel skips them.
+    for (int i = tid; i < (BM + 1) * nbw; i += THREADS) rowBits[i] = 0u;
+    __syncthreads();
+    for (int i = tid; i < (b - a) * topk; i += THREADS) {
+      const int r = a + i / topk;
+      const int blk = blocks[((long long)g * T + t0 + r) * topk + i % topk];
+      if (blk < 0 || blk >= 32 * nbw || (long long)blk * S > rowPos[r]) continue;
+      atomicOr(rowBits + r * nbw + (blk >> 5), 1u << (blk & 31));
+      atomicOr(unionBits + (blk >> 5), 1u << (blk & 31));
+    }
+    __syncthreads();
+    int kt = next_tile(unionBits, 0, hi, S);
+#else
+    int kt = 0;
+#endif
+    if (kt < hi) load_tile(sk, sk + TILE, kc, vc, pt, kt, hi, S, W, col);
     cp_commit();
-    for (int kt = 0, st = 0; kt < hi; kt += BN, st ^= 1) {
+    for (int st = 0; kt < hi; st ^= 1) {
+#if FA_SPARSE
+      const int nk = next_tile(unionBits, kt + BN, hi, S);
+#else
+      const int nk = kt + BN;
+#endif
       // Prefetch the next tile into the other stage (its readers passed the barrier below).
-      if (kt + BN < hi)
-        load_tile(sk + (st ^ 1) * 2 * TILE, sk + (st ^ 1) * 2 * TILE + TILE, kc, vc, pt, kt + BN,
-                  hi, S, W, col);
+      if (nk < hi)
+        load_tile(sk + (st ^ 1) * 2 * TILE, sk + (st ^ 1) * 2 * TILE + TILE, kc, vc, pt, nk, hi,
+                  S, W, col);
       cp_commit();
       cp_wait<1>();
       __syncthreads();
       const bf16_t* ks = sk + st * 2 * TILE;
       const bf16_t* vs = ks + TILE;
+#if FA_SPARSE
+      // This tile's positions per row: -1 where the row selected none of its blocks; sel* the
+      // key bits where blocks are shorter than a tile. Warps and m tiles skip by vote.
+      int e0[MW], e1[MW];
+      unsigned long long sel0[MW], sel1[MW];
+      bool seen[MW], any = false;
+#pragma unroll
+      for (int mi = 0; mi < MW; mi++) {
+        const int r0 = wr + mi * 16 + qr;
+        sel0[mi] = row_sel(rowBits + r0 * nbw, kt, hi, S);
+        sel1[mi] = row_sel(rowBits + (r0 + 8) * nbw, kt, hi, S);
+        e0[mi] = sel0[mi] ? p0[mi] : -1;
+        e1[mi] = sel1[mi] ? p1[mi] : -1;
+        seen[mi] = __any_sync(0xffffffffu, e0[mi] >= kt || e1[mi] >= kt);
+        any = any || seen[mi];
+      }
+      if (any) {
+#else
       if (kt <= wmax) {  // else no row of this warp sees these keys (uniform per warp)
+#endif
         // S = Q K^T: 16*MW rows x 64 keys per warp.
         float s[MW][BN / 8][4];
 #pragma unroll
@@ -304,10 +378,24 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
 #endif
         // Mask where needed, then the online softmax in base 2, per m tile.
 #pragma unroll
-        for (int mi = 0; mi < MW; mi++)
+        for (int mi = 0; mi < MW; mi++) {
+#if FA_SPARSE
+          if (!seen[mi]) continue;
+          if (S % BN != 0) {  // blocks shorter than a tile: mask keys of unselected blocks
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+              for (int e = 0; e < 4; e++)
+                if (!(((e < 2 ? sel0[mi] : sel1[mi]) >> (n * 8 + qc + (e & 1))) & 1ull))
+                  s[mi][n][e] = -INFINITY;
+          }
+          softmax_tile(s[mi], o[mi], m[mi], l[mi], kt, e0[mi], e1[mi], false, sl2, qc);
+#else
           if (kt <= tmax[mi])
             softmax_tile(s[mi], o[mi], m[mi], l[mi], kt, p0[mi], p1[mi], kt + BN - 1 <= tmin[mi],
                          sl2, qc);
+#endif
+        }
         // O += P V: P's accumulator layout is the A fragment layout (keys 16kk..16kk+15).
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) {
@@ -326,7 +414,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
             ldsm_x4_trans(vb, vr + n * 8);
 #pragma unroll
             for (int mi = 0; mi < MW; mi++) {
+#if FA_SPARSE
+              if (!seen[mi]) continue;
+#else
               if (kt > tmax[mi]) continue;  // this m tile sees none of these keys
+#endif
               mma16816(o[mi][n], pa[mi], vb[0], vb[1]);
               mma16816(o[mi][n + 1], pa[mi], vb[2], vb[3]);
             }
@@ -334,6 +426,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
         }
       }
       __syncthreads();  // the stage just read is refilled by the next iteration's prefetch
+      kt = nk;
     }
     cp_wait<0>();
     a = b;
