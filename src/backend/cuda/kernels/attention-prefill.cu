@@ -12,9 +12,16 @@
 // stay in registers (FA_MW 1) or are read from a shared Q tile by ldmatrix (FA_MW 2: each K/V
 // fragment then feeds two MMAs). Blocks run the longest tiles (last tokens) first.
 // A tile may span sequences: it runs once per run of rows of one sequence (other rows masked),
-// over that run's keys in tiles of 64, double-buffered with cp.async; K and V stay row-major in
-// shared memory, their B fragments come from ldmatrix (V transposed). Tiles wholly below the
-// causal diagonal skip the mask. Dh = FA_DH (a multiple of 16, at most 128); FA_HB, FA_MW 1 or 2.
+// over that run's keys in tiles of 64, double-buffered with cp.async (one barrier per tile: the
+// next tile's copies are issued after it); K and V stay row-major in shared memory, their B
+// fragments come from ldmatrix (V transposed). Tiles wholly below the causal diagonal skip the
+// mask. Dh = FA_DH (a multiple of 16, at most 128); FA_HB, FA_MW 1 or 2.
+// FA_SPARSE = 1 (-DFA_SPARSE, MSA layers): blocks [Hkv, T, topk] hold each token's selected
+// blocks of S keys (b < 0: none); a token attends keys <= its position in those blocks only,
+// as attention-decode.cu does. Per run, the rows' selections become bitmaps in shared memory
+// ([BM][nbw] words and their union [nbw], after the Q tiles); the run walks only the key tiles
+// of the union, each row masking the keys of blocks it did not select, and warps or m tiles
+// none of whose rows selected a tile skip it.
 // KV_FP8 = 1 (-DKV_FP8): the caches hold E4M3 codes (--kv-cache-dtype fp8), widened exactly to
 // bf16 as they are loaded (synchronous loads: cp.async cannot convert); the key scale is in
 // `scale` (the launcher passes scale * k_scale), the value scale multiplies the output (vScale,
@@ -305,13 +312,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
 #else
       const int nk = kt + BN;
 #endif
-      // Prefetch the next tile into the other stage (its readers passed the barrier below).
+      // One barrier per tile: past it, tile kt has landed for every thread's copies, and every
+      // warp has finished reading the other stage (tile kt - BN), which the prefetch refills.
+      cp_wait<0>();
+      __syncthreads();
       if (nk < hi)
         load_tile(sk + (st ^ 1) * 2 * TILE, sk + (st ^ 1) * 2 * TILE + TILE, kc, vc, pt, nk, hi,
                   S, W, col);
       cp_commit();
-      cp_wait<1>();
-      __syncthreads();
       const bf16_t* ks = sk + st * 2 * TILE;
       const bf16_t* vs = ks + TILE;
 #if FA_SPARSE
@@ -425,7 +433,6 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill(
           }
         }
       }
-      __syncthreads();  // the stage just read is refilled by the next iteration's prefetch
       kt = nk;
     }
     cp_wait<0>();
