@@ -135,6 +135,15 @@ export class CudaBackend implements Backend {
     return t;
   }
 
+  /**
+   * No memset: a prefill's per-layer outputs (q, attention, the MLP's gate|up and activations)
+   * are GBs per forward at 8k tokens, about 1 ms of memset bandwidth, and a memset node each in
+   * decode graphs.
+   */
+  allocUninitialized(shape: Shape, dtype: DType): Tensor {
+    return this.allocRaw(shape, dtype);
+  }
+
   private allocRaw(shape: Shape, requested: DType): CudaTensor {
     const dtype = this.storage(requested);
     const bytes = Math.max(1, numel(shape) * DTYPE_BYTES[dtype]);

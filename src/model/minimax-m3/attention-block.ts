@@ -25,9 +25,9 @@ export function attentionBlock(
   const Hkv = w.kProj.shape[0]! / Dh; // local KV heads
   const rope = { headDim: Dh, rotaryDim: cfg.rotaryDim, theta: cfg.ropeTheta };
 
-  const q = ctx.scratch([T, H * Dh]); // [T, H·Dh]
-  const k = ctx.scratch([T, Hkv * Dh]); // [T, Hkv·Dh]
-  const v = ctx.scratch([T, Hkv * Dh]); // [T, Hkv·Dh]
+  const q = ctx.output([T, H * Dh]); // [T, H·Dh]
+  const k = ctx.output([T, Hkv * Dh]); // [T, Hkv·Dh]
+  const v = ctx.output([T, Hkv * Dh]); // [T, Hkv·Dh]
   b.matmul(q, x, w.qProj);
   b.matmul(k, x, w.kProj);
   b.matmul(v, x, w.vProj);
@@ -53,7 +53,7 @@ export function attentionBlock(
   );
 
   const blocks = w.index && kv.indexK ? selectBlocks(ctx, w, kv.indexK, x, Hkv) : null;
-  const attn = ctx.scratch([T, H * Dh]); // [T, H·Dh]
+  const attn = ctx.output([T, H * Dh]); // [T, H·Dh]
   b.attention(attn, q, kv.k, kv.v, meta, {
     numHeads: H,
     numKvHeads: Hkv,
@@ -79,8 +79,8 @@ function selectBlocks(
   const idx = w.index!;
   const T = ctx.numTokens;
   const Di = sparse.indexDim;
-  const iq = ctx.scratch([T, Hkv * Di]); // [T, Hkv·Didx]
-  const ik = ctx.scratch([T, Di]); // [T, Didx]
+  const iq = ctx.output([T, Hkv * Di]); // [T, Hkv·Didx]
+  const ik = ctx.output([T, Di]); // [T, Didx]
   b.matmul(iq, x, idx.qProj);
   b.matmul(ik, x, idx.kProj);
   // Index q/k norms, RoPE, the index-key cache write (scale 1).

@@ -15,8 +15,8 @@ export function mlpHidden(ctx: StepContext, w: MlpWeights, x: Tensor): Tensor {
   const { backend: b, cfg } = ctx;
   const M = x.shape[0]!;
   const I = w.down.shape[1]!;
-  const gu = ctx.scratch([M, 2 * I]); // [M, 2I]
-  const act = ctx.scratch([M, I]); // [M, I]
+  const gu = ctx.output([M, 2 * I]); // [M, 2I]
+  const act = ctx.output([M, I]); // [M, I]
   b.matmul(gu, x, w.gateUp);
   b.swigluOai(act, gu, cfg.swigluAlpha, cfg.swigluLimit);
   return act;
@@ -38,7 +38,7 @@ export function routeTokens(ctx: StepContext, w: MoeWeights, x: Tensor): Routing
   const E = cfg.numExperts;
   const fused = w.experts.firstExpert + w.experts.numLocalExperts > E;
   const width = cfg.numExpertsPerTok + (fused ? 1 : 0);
-  const logits = ctx.scratch([M, E], 'f32'); // [M, E]
+  const logits = ctx.output([M, E], 'f32'); // [M, E]
   const ids = ctx.scratch([M, width], 'i32'); // [M, K']
   const weights = ctx.scratch([M, width], 'f32'); // [M, K']
   b.matmul(logits, x, w.gate);
@@ -66,7 +66,7 @@ export function moeBlock(
   if (ctx.meta.batch.captureRoutedExperts) ctx.routedExperts[String(layer)] = b.readI32(ids);
   b.moe(out, x, ids, weights, w.experts, { alpha: cfg.swigluAlpha, limit: cfg.swigluLimit });
   if (w.shared) {
-    const s = ctx.scratch([x.shape[0]!, cfg.hiddenSize]); // [T, D]
+    const s = ctx.output([x.shape[0]!, cfg.hiddenSize]); // [T, D]
     mlpBlock(ctx, w.shared, x, s);
     b.add(out, out, s);
   }

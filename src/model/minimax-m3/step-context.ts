@@ -31,6 +31,17 @@ export class StepContext {
     return t;
   }
 
+  /**
+   * Scratch for an op's output that the op writes whole (a matmul, attention, SwiGLU, the
+   * router), so it need not start at zero: uninitialized where the backend offers it.
+   */
+  output(shape: Shape, dtype: DType = 'bf16'): Tensor {
+    const b = this.backend;
+    const t = b.allocUninitialized ? b.allocUninitialized(shape, dtype) : b.alloc(shape, dtype);
+    this.taken.push(t);
+    return t;
+  }
+
   /** Host data as a tensor released with the step's scratch. */
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
     const t = this.backend.upload(data, shape, dtype);
