@@ -9,7 +9,8 @@
  *   and as a fraction of the cuBLAS GEMM rate measured in the same run (bench:gpu's FLOP
  *   count), and the decode step at context L (batch 1, CUDA graph replay, device time);
  * - the dense prefill attention kernel alone (CUDA events) at --attention-tokens, for each
- *   block shape (query heads per block, rows per warp);
+ *   block shape (query heads per block, rows per warp), and MSA-sparse attention over a random
+ *   selection as routed and on the decode kernel (sparse-attention-time.ts);
  * - per-op device time of one eager prefill at --profile tokens.
  *   node dist/gpu/bench/long-context-bench.js [--moe-layers 1] [--contexts 2048,8192,32768,100000]
  *        [--chunk 0] [--reps 2] [--msa-scoring tensor-cores|scalar]
@@ -32,6 +33,7 @@ import { buildGpuWeights, realConfig } from '../test/gpu/real-model.js';
 import { smoke } from '../test/gpu/smoke.js';
 import { decodeBatch, timeGraphStep } from './graph-step.js';
 import { causalAttentionFlops, prefillFlops } from './prefill-flops.js';
+import { timeSparseAttention } from './sparse-attention-time.js';
 
 const PAGE = 128;
 /** Prefill block shapes the attention-alone rows compare (the first is the default's). */
@@ -132,10 +134,12 @@ async function main(): Promise<void> {
   const cfg = realConfig(numMoe);
   const attention = list(arg('attention-tokens', '2048,8192,32768')).map((T) => {
     const r = timeAttention(gpu, cfg, T);
+    const sp = timeSparseAttention(gpu, cfg, T);
     console.log(
-      `attention kernel T=${T}: ${TILINGS.map((t) => `${tilingKey(t)} ${r[`tflops_${tilingKey(t)}`]!.toFixed(0)}`).join(', ')} TFLOP/s`,
+      `attention kernel T=${T}: ${TILINGS.map((t) => `${tilingKey(t)} ${r[`tflops_${tilingKey(t)}`]!.toFixed(0)}`).join(', ')} TFLOP/s; ` +
+        `MSA-sparse (random selection) ${sp.ms_sparse_default.toFixed(2)} ms as routed, ${sp.ms_sparse_decode_kernel.toFixed(2)} ms on the decode kernel (outputs differ by ${sp.rel_diff_sparse.toExponential(2)})`,
     );
-    return r;
+    return { ...r, ...sp };
   });
   const weights = await buildGpuWeights(gpu, cfg, true);
   const model = new MiniMaxM3Model(cfg, weights, gpu, new SingleRankCommunicator());
