@@ -107,6 +107,16 @@ __device__ __forceinline__ void load_tile(bf16_t* ks, bf16_t* vs, const kv_t* kc
 }
 
 /**
+ * 2^x by one MUFU.EX2 (ex2.approx.ftz): exp2f adds a range test and two multiplies per call to
+ * keep results below 2^-126 subnormal; a probability that small is 0 to the softmax anyway.
+ */
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/**
  * Folds one m16 tile's raw scores s (16 rows x 64 keys from kt; rows at positions p0 / p1, -1
  * for rows outside the run) into the online softmax (m, l, o), masking keys past a row's
  * position unless `whole`: s becomes the probabilities, o is rescaled where a row's maximum
@@ -143,7 +153,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&o)[N
     const float mn = fmaxf(m[r], mx[r] * sl2);
     msafe[r] = mn == -INFINITY ? 0.f : mn;
     // A row that has seen no key yet has o = 0 and l = 0: any finite factor will do.
-    corr[r] = m[r] == -INFINITY ? 1.f : exp2f(m[r] - msafe[r]);
+    corr[r] = m[r] == -INFINITY ? 1.f : ex2(m[r] - msafe[r]);
     m[r] = mn;
     l[r] *= corr[r];
   }
@@ -151,7 +161,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&o)[N
   for (int n = 0; n < BN / 8; n++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const float p = exp2f(fmaf(s[n][e], sl2, -msafe[e >> 1]));  // -inf -> 0
+      const float p = ex2(fmaf(s[n][e], sl2, -msafe[e >> 1]));  // -inf -> 0
       s[n][e] = p;
       l[e >> 1] += p;
     }
