@@ -38,10 +38,10 @@ import { timeSparseAttention } from './sparse-attention-time.js';
 const PAGE = 128;
 /** Prefill block shapes the attention-alone rows compare (the first is the default's). */
 const TILINGS: readonly PrefillTiling[] = [
+  { heads: 1, mTiles: 2 },
   { heads: 2, mTiles: 2 },
   { heads: 2, mTiles: 1 },
   { heads: 1, mTiles: 1 },
-  { heads: 1, mTiles: 2 },
 ];
 const tilingKey = (t: PrefillTiling): string => `h${t.heads}m${t.mTiles}`;
 

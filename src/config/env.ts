@@ -21,8 +21,6 @@ export interface MoeserveEnv {
   readonly cudaSkinny: boolean;
   /** MOESERVE_MOE_GROUPED=1: MoE prefill GEMMs as two grouped cuBLAS calls (default: one per expert). */
   readonly moeGrouped: boolean;
-  /** MOESERVE_FUSE_NORM_ROPE=1: q/k norms, RoPE and cache writes in one CUDA kernel (default off). */
-  readonly fuseNormRope: boolean;
   /** MOESERVE_DEBUG: print stack traces on CLI errors. */
   readonly debug: boolean;
   /** MOESERVE_FAULT_INJECT="rank=R,step=S[,mode=throw|block]": rank-failure tests only. */
@@ -71,7 +69,6 @@ export function readEnv(
     libraryFile,
     cudaSkinny: env['MOESERVE_CUDA_SKINNY'] !== '0',
     moeGrouped: env['MOESERVE_MOE_GROUPED'] === '1',
-    fuseNormRope: env['MOESERVE_FUSE_NORM_ROPE'] === '1',
     debug: Boolean(env['MOESERVE_DEBUG']),
     faultInject: str('MOESERVE_FAULT_INJECT'),
     hangWatchdogSeconds: positive('MOESERVE_HANG_WATCHDOG_S'),

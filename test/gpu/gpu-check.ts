@@ -108,8 +108,8 @@ async function main(): Promise<void> {
     all.push(...rows);
   }
   if (only.has('fused')) {
-    // Opt-in until measured on a GPU: the fused norm/RoPE/cache kernel (bit for bit against the
-    // steps) and the grouped cuBLAS MoE GEMMs (against the CPU and the per-expert loop).
+    // The fused norm/RoPE/cache kernel (the default: bit for bit against the steps) and the
+    // grouped cuBLAS MoE GEMMs (opt-in; against the CPU and the per-expert loop).
     const rows = [...(await checkNormRopeCache(gpu)), ...checkMoeGrouped(cpu, gpu)];
     printTable('fused norm/RoPE/cache kernel and grouped MoE GEMMs', rows);
     all.push(...rows);

@@ -1,5 +1,5 @@
 /**
- * kernels/norm-rope-cache.cu (the CUDA Backend.normRopeCache with MOESERVE_FUSE_NORM_ROPE=1) against the separate ops it fuses
+ * kernels/norm-rope-cache.cu (the CUDA Backend.normRopeCache) against the separate ops it fuses
  * (normRopeCacheSteps: rmsNorm q and k, RoPE q and k, writeCache K and V) on the same CUDA
  * backend: q, k and both caches equal bit for bit. MiniMax-M3's attention (64 / 4 heads of 128,
  * rotary 64) and index (4 / 1 heads of 128, no values) shapes with bf16 and E4M3 caches, the

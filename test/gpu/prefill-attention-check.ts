@@ -146,10 +146,10 @@ function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
   return out;
 }
 
-/** The block shapes other than the default (2 heads per block, 32 rows per warp). */
+/** The block shapes other than the bf16 default (1 head per block, 32 rows per warp). */
 const OTHER_TILINGS: readonly PrefillTiling[] = [
   { heads: 1, mTiles: 1 },
-  { heads: 1, mTiles: 2 },
+  { heads: 2, mTiles: 2 },
   { heads: 2, mTiles: 1 },
 ];
 

@@ -188,10 +188,13 @@ function prefillShape(
   tiling?: PrefillTiling,
 ): { HB: number; MW: number; smem: number; nbw: number } {
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
-  const HB = tiling?.heads ?? ((H / Hkv) % 2 === 0 ? 2 : 1);
-  // 32 rows per warp measured fastest (W2 of 2026-12-02: 211 vs 153 TFLOP/s at 32k tokens);
-  // FP8 caches keep 16 (the widening loads push 32 rows past the register file).
-  const MW = tiling?.mTiles ?? (kvDtype === 'f8e4m3' ? 1 : 2);
+  const fp8 = kvDtype === 'f8e4m3';
+  // bf16: one head and 32 rows per warp, measured fastest with the v3 kernel (session 6 W2,
+  // one layer: 170 / 258 TFLOP/s at 2,048 / 8,192 tokens against 149 / 246 for two heads per
+  // block; its 104 KB of shared memory let two blocks share an SM). FP8 caches keep two heads
+  // and 16 rows (the widening loads push 32 rows past the register file).
+  const HB = tiling?.heads ?? (fp8 && (H / Hkv) % 2 === 0 ? 2 : 1);
+  const MW = tiling?.mTiles ?? (fp8 ? 1 : 2);
   const nbw = sparse ? Math.ceil(pageStride / 32) : 0;
   const smem = (2 * 2 * 64 + (MW - 1) * HB * 128) * (Dh + 8) * 2 + (64 * MW + 1) * nbw * 4;
   return { HB, MW, smem, nbw };

@@ -87,8 +87,6 @@ const UPLOAD_CHUNK_ELEMS = 16 * 2 ** 20;
 
 export class CudaBackend implements Backend {
   readonly name = 'cuda' as const;
-  /** MOESERVE_FUSE_NORM_ROPE=1: normRopeCache runs kernels/norm-rope-cache.cu (read at creation). */
-  private readonly fuseNormRope = readEnv().fuseNormRope;
   readonly memory = 'cuda' as const;
   readonly ctx: OpContext;
   readonly gemm: CublasGemm;
@@ -404,9 +402,13 @@ export class CudaBackend implements Backend {
     ew.rope(this.ctx, x, meta as CudaBatchMeta, o);
   }
 
-  /** The fused kernel with MOESERVE_FUSE_NORM_ROPE=1 (and dtypes it takes), else the steps. */
+  /**
+   * kernels/norm-rope-cache.cu where it takes the dtypes, else the steps: the same bits
+   * (gpu-check --only fused, every value, since session 6), about 25 fewer launches per decode
+   * step.
+   */
   normRopeCache(a: NormRopeCacheArgs, meta: BatchMeta): void {
-    if (!this.fuseNormRope || !fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta))
+    if (!fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta))
       normRopeCacheSteps(this, a, meta);
   }
 
