@@ -5,7 +5,7 @@ Same shapes as moeserve's benchmark model: hidden 6144, 64/4 heads x 128, vocab 
 128, width 3072), MSA index projections, bf16 weights, random values. It times a decode step
 at each batch size (context C per sequence; at C <= 2048 MSA selects every block, so dense
 attention is the same computation) in eager mode and with torch.compile(mode="reduce-overhead")
-(CUDA graphs), and a prefill of T tokens in eager mode.
+(CUDA graphs), and a prefill of each T in --prefill (comma-separated) in eager mode.
 
     python3 bench/torch_reference.py --moe-layers 5 --context 1024 --batches 1,8,32,64,128 --out $OUT
 
@@ -167,13 +167,14 @@ def main():
     ap.add_argument("--moe-layers", type=int, default=5)
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--batches", default="1,8,32,64,128")
-    ap.add_argument("--prefill", type=int, default=2048)
+    ap.add_argument("--prefill", default="2048", help="prefill lengths, comma-separated")
     ap.add_argument("--compile", default="1")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
+    prefills = [int(t) for t in args.prefill.split(",")]
     torch.manual_seed(0)
-    ctx_len = max(args.context + 1, args.prefill)
+    ctx_len = max(args.context + 1, max(prefills))
     model = Model(args.moe_layers, max(batches), ctx_len)
     res = {"torch": torch.__version__, "eager": {}, "compiled": {}, "context": args.context}
     path = os.path.join(args.out, "torch-reference.json")
@@ -183,11 +184,13 @@ def main():
             json.dump(res, f, indent=2)
 
     with torch.no_grad():
-        ids = torch.randint(0, V, (args.prefill,), device="cuda")
-        pos = torch.arange(args.prefill, device="cuda")
-        ms = timed(lambda: model(ids, pos, 0, 1, "loop"), 3)
-        res["prefill"] = {"tokens": args.prefill, "ms": ms}
-        print(f"torch eager prefill {args.prefill}: {ms:.1f} ms", flush=True)
+        res["prefill"] = []
+        for T in prefills:
+            ids = torch.randint(0, V, (T,), device="cuda")
+            pos = torch.arange(T, device="cuda")
+            ms = timed(lambda: model(ids, pos, 0, 1, "loop"), 3)
+            res["prefill"].append({"tokens": T, "ms": ms})
+            print(f"torch eager prefill {T}: {ms:.1f} ms", flush=True)
         for B in batches:
             ids = torch.randint(0, V, (B,), device="cuda")
             pos = torch.full((B,), args.context, device="cuda")

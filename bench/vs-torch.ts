@@ -1,7 +1,7 @@
 /**
  * moeserve against PyTorch on the same model and GPU, in one run (issue 12's comparison):
  *   npm run bench:vs-torch [-- --moe-layers 1] [--context 1024] [--batches 1,8,32,64]
- *     [--prefill 2048] [--compile 1] [--out DIR]
+ *     [--prefill 2048[,8192...]] [--compile 1] [--out DIR]
  * Runs bench/gpu-bench.js (--skip-check; graph-replayed decode, eager prefill) and then
  * bench/torch_reference.py (the same MiniMax-M3 dimensions in plain PyTorch: eager with SDPA
  * attention, and torch.compile mode="reduce-overhead" for decode unless --compile 0), each in
@@ -38,19 +38,24 @@ interface Ours {
 }
 interface Torch {
   torch: string;
-  prefill?: { tokens: number; ms: number };
+  prefill: { tokens: number; ms: number }[];
   eager: Record<string, number>;
   compiled: Record<string, { ms: number }>;
 }
 
 function table(o: Ours, t: Torch, layers: string): string {
   const f = (x: number | undefined, d = 2) => (x === undefined ? '-' : x.toFixed(d));
-  const p = o.prefill[0]!;
+  const prefills = o.prefill.map((p) => {
+    const e = t.prefill.find((q) => q.tokens === p.tokens)?.ms;
+    return (
+      `Prefill ${p.tokens} tokens: moeserve ${f(p.ms, 1)} ms (${f(p.tflops, 0)} TFLOP/s), ` +
+      `PyTorch eager ${f(e, 1)} ms: moeserve ${f((e ?? NaN) / p.ms)}× faster.`
+    );
+  });
   const lines = [
     `### MiniMax-M3 dimensions, 3 dense + ${layers} MoE layers, torch ${t.torch}`,
     '',
-    `Prefill ${p.tokens} tokens: moeserve ${f(p.ms, 1)} ms (${f(p.tflops, 0)} TFLOP/s), ` +
-      `PyTorch eager ${f(t.prefill?.ms, 1)} ms: moeserve ${f((t.prefill?.ms ?? NaN) / p.ms)}× faster.`,
+    ...prefills,
     '',
     '| batch | moeserve graph ms | roofline | torch eager ms | torch.compile ms | eager / moeserve | compile / moeserve |',
     '|---|---|---|---|---|---|---|',
