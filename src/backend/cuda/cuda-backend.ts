@@ -27,13 +27,14 @@ import { attention, type PrefillAttention } from './attention-ops.js';
 import { msaSelect, type MsaScoring } from './msa-ops.js';
 import { BatchMetaStore, type CudaBatchMeta } from './batch-meta.js';
 import { CublasGemm } from './cublas-gemm.js';
-import { cuda, CudaTensor, MemoryPool, type PoolBlock } from './cuda-tensor.js';
-import { CudaDevice, fmtBytes, type CudaGraph, type PinnedBuffer } from './device.js';
+import { cuda, CudaTensor } from './cuda-tensor.js';
+import { DeviceAllocator } from './device-allocator.js';
+import { HostTransfer } from './host-transfer.js';
+import { CudaDevice, fmtBytes, type CudaGraph } from './device.js';
 import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
 import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
-import { fp8Dequantize } from './fp8-ops.js';
 import { matmul, matmulRowInvariantFrom } from './matmul-ops.js';
 import { moe, routerTopK } from './moe-ops.js';
 import { normRopeCache as fusedNormRopeCache } from './norm-rope-cache.js';
@@ -75,24 +76,14 @@ export interface CudaBackendOptions {
   readonly msaScoring?: MsaScoring;
 }
 
-/**
- * Allocations at least this large bypass the pool (weights, KV cache, huge prefill scratch):
- * cuMemAlloc each time and, when freed, a device sync and cuMemFree. 1 GiB (was 256 MiB) so
- * that a chunk of up to ~16k prefill tokens keeps its scratch in the pool across forwards (at
- * 8,192 tokens each dense layer's gate|up is 402 MB: three allocations and three synchronising
- * frees per forward otherwise).
- */
-const EXACT_ALLOC_BYTES = 2 ** 30;
-const UPLOAD_CHUNK_ELEMS = 16 * 2 ** 20;
-
 export class CudaBackend implements Backend {
   readonly name = 'cuda' as const;
   readonly memory = 'cuda' as const;
   readonly ctx: OpContext;
   readonly gemm: CublasGemm;
   readonly metaStore: BatchMetaStore;
-  private readonly pool: MemoryPool;
-  private readonly exact = new Set<PoolBlock>();
+  private readonly allocator: DeviceAllocator;
+  private readonly transfer: HostTransfer;
   private readonly float32: boolean;
   private readonly prefillAttention: PrefillAttention;
   /** FP8 weights stay FP8 (W8A16 kernels); not in float32 mode, whose checks are exact. */
@@ -109,7 +100,12 @@ export class CudaBackend implements Backend {
       ws: new Workspace(dev),
     };
     this.gemm = new CublasGemm(dev);
-    this.pool = new MemoryPool((bytes) => dev.malloc(bytes, 'pool block'));
+    this.allocator = new DeviceAllocator(dev);
+    this.transfer = new HostTransfer(this.ctx, (t, start, count) => {
+      const K = t.shape[t.shape.length - 1]!;
+      const flat = this.view(t, [t.numel / K, K]);
+      return this.rows(flat, start, count) as CudaFp8Weight;
+    });
     this.metaStore = new BatchMetaStore(dev, o.maxMetaInts ?? 4 * 2 ** 20);
     this.float32 = o.float32 ?? false;
     this.prefillAttention = o.prefillAttention ?? 'tensor-cores';
@@ -149,20 +145,7 @@ export class CudaBackend implements Backend {
   }
 
   private allocRaw(shape: Shape, requested: DType): CudaTensor {
-    const dtype = this.storage(requested);
-    const bytes = Math.max(1, numel(shape) * DTYPE_BYTES[dtype]);
-    let block: PoolBlock;
-    if (bytes >= EXACT_ALLOC_BYTES) {
-      block = {
-        ptr: this.dev.malloc(bytes, `tensor ${shapeStr(shape)} ${dtype}`),
-        bytes,
-        inUse: true,
-      };
-      this.exact.add(block);
-    } else {
-      block = this.pool.take(bytes);
-    }
-    return new CudaTensor(shape, dtype, block.ptr, block);
+    return this.allocator.alloc(shape, this.storage(requested));
   }
 
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
@@ -175,118 +158,20 @@ export class CudaBackend implements Backend {
   }
 
   write(dst: Tensor, data: Float32Array | Int32Array): void {
-    const t = cuda(dst, 'write', ['f32', 'bf16', 'i32']);
-    if (data.length !== t.numel)
-      throw new Error(`write: ${data.length} values for shape ${shapeStr(t.shape)}`);
-    if (this.dev.isCapturing) {
-      this.uploadCaptured(t, data);
-    } else if (t.dtype === 'i32' || t.dtype === 'f32') {
-      if ((t.dtype === 'i32') !== data instanceof Int32Array)
-        throw new Error(`write: ${data.constructor.name} cannot be stored as ${t.dtype}`);
-      this.dev.upload(t.ptr, data);
-    } else {
-      if (!(data instanceof Float32Array)) throw new Error('write: bf16 needs Float32Array data');
-      this.uploadAsBf16(t.ptr, data);
-    }
-  }
-
-  /**
-   * An upload inside a graph capture (e.g. per-step host data): staged in pinned memory that
-   * stays alive with the graph, so every replay copies the same values.
-   */
-  private uploadCaptured(t: CudaTensor, data: Float32Array | Int32Array): void {
-    if (t.dtype === 'bf16')
-      throw new Error('cuda: bf16 upload during graph capture is not supported');
-    const pinned = this.dev.pinned(Math.max(4, data.byteLength));
-    new Uint8Array(pinned.view.buffer, 0, data.byteLength).set(
-      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-    );
-    this.capturePinned.push(pinned);
-    this.dev.uploadAsync(t.ptr, pinned.address, data.byteLength);
-  }
-  private readonly capturePinned: PinnedBuffer[] = [];
-
-  /** f32 host data -> bf16 device memory, converted on the GPU in chunks. */
-  private uploadAsBf16(dst: number, data: Float32Array): void {
-    const chunk = Math.min(data.length, UPLOAD_CHUNK_ELEMS);
-    const staging = this.ctx.ws.get('upload.staging', chunk * 4);
-    for (let i = 0; i < data.length; i += chunk) {
-      const n = Math.min(chunk, data.length - i);
-      this.dev.upload(staging, data.subarray(i, i + n));
-      ew.convert(this.ctx, dst + i * 2, 'b', staging, 'f', n);
-    }
-    this.dev.sync();
+    this.transfer.write(dst, data);
   }
 
   readF32(t: Tensor): Float32Array {
-    if (t instanceof CudaFp8Weight) return this.readFp8(t);
-    const c = cuda(t, 'readF32', ['f32', 'bf16']);
-    const n = c.numel;
-    this.refuseReadWhileCapturing('readF32', c);
-    if (c.dtype === 'f32') {
-      const out = new Float32Array(n);
-      this.dev.download(out, c.ptr);
-      return out;
-    }
-    const bits = new Uint16Array(n);
-    this.dev.download(bits, c.ptr);
-    const out = new Float32Array(n);
-    const u = new Uint32Array(out.buffer);
-    for (let i = 0; i < n; i++) u[i] = bits[i]! << 16;
-    return out;
-  }
-
-  /** An FP8 weight's dequantized values, code · scale, exactly (what the CPU loads). */
-  private readFp8(t: CudaFp8Weight): Float32Array {
-    this.refuseReadWhileCapturing('readF32', t);
-    const K = t.shape[t.shape.length - 1]!;
-    const rows = t.numel / K;
-    const flat = this.view(t, [rows, K]);
-    const chunk = Math.max(1, Math.min(rows, Math.floor(UPLOAD_CHUNK_ELEMS / K)));
-    const staging = this.ctx.ws.get('fp8.read', chunk * K * 4);
-    const out = new Float32Array(t.numel);
-    for (let r = 0; r < rows; r += chunk) {
-      const n = Math.min(chunk, rows - r);
-      fp8Dequantize(this.ctx, staging, 'f', this.rows(flat, r, n) as CudaFp8Weight);
-      this.dev.download(out.subarray(r * K, (r + n) * K), staging);
-    }
-    return out;
+    return this.transfer.readF32(t);
   }
 
   readI32(t: Tensor): Int32Array {
-    const c = cuda(t, 'readI32', ['i32']);
-    this.refuseReadWhileCapturing('readI32', c);
-    const out = new Int32Array(c.numel);
-    this.dev.download(out, c.ptr);
-    return out;
-  }
-
-  /**
-   * The capture contract: a captured step only enqueues device work, so a host read inside a
-   * capture is a bug in the step (or in its `capturable` claim), never silently recorded.
-   */
-  private refuseReadWhileCapturing(op: string, t: CudaTensor): void {
-    if (this.dev.isCapturing)
-      throw new Error(
-        `cuda: ${op} of a ${shapeStr(t.shape)} tensor during CUDA graph capture: a capturable step must not read the device on the host`,
-      );
+    return this.transfer.readI32(t);
   }
 
   free(t: Tensor): void {
     if (t instanceof CudaFp8Weight) this.free(t.scales);
-    const c = cuda(t, 'free');
-    const block = c.block;
-    if (!block || !block.inUse) return;
-    if (this.exact.has(block)) {
-      if (this.dev.isCapturing)
-        throw new Error('cuda: freeing a large tensor during graph capture');
-      this.dev.sync();
-      block.inUse = false;
-      this.exact.delete(block);
-      this.dev.free(block.ptr, block.bytes);
-    } else {
-      this.pool.give(block);
-    }
+    this.allocator.free(cuda(t, 'free'));
   }
 
   view(t: Tensor, shape: Shape): Tensor {
@@ -332,7 +217,7 @@ export class CudaBackend implements Backend {
   memoryInfo(): { free: number; total: number; pool: number; workspace: number } {
     return {
       ...this.dev.memInfo(),
-      pool: this.pool.reservedBytes,
+      pool: this.allocator.pooledBytes,
       workspace: this.ctx.ws.totalBytes,
     };
   }
@@ -408,8 +293,7 @@ export class CudaBackend implements Backend {
    * step.
    */
   normRopeCache(a: NormRopeCacheArgs, meta: BatchMeta): void {
-    if (!fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta))
-      normRopeCacheSteps(this, a, meta);
+    if (!fusedNormRopeCache(this.ctx, a, meta as CudaBatchMeta)) normRopeCacheSteps(this, a, meta);
   }
 
   writeCache(cache: Tensor, x: Tensor, meta: BatchMeta, scale = 1): void {
