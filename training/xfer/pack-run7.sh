@@ -1,0 +1,18 @@
+#!/bin/bash
+# Builds .xfer-tiny-model/{gpu.sh,tree.tgz} for run 7 from this worktree (docs/tiny-model.md, "Run 7").
+set -e
+cd "$(dirname "$0")/../.."
+DEST=${1:-/work/main/.xfer-tiny-model}
+npm run -s build
+S=$(mktemp -d)
+mkdir -p "$S/tokenizer" "$S/golden" "$S/data/tiny-m3"
+cp -r training "$S/" && rm -rf "$S/training/runs" "$S/training/xfer" "$S/training/__pycache__"
+cp models/moeserve-tiny-m3/tokenizer.json models/moeserve-tiny-m3/tokenizer_config.json "$S/tokenizer/"
+cp -r test/fixtures/golden/tiny-moe test/fixtures/golden/tiny-dense "$S/golden/"
+cp data/tiny-m3/eval-tiny.json data/tiny-m3/eval-tiny-fresh.json "$S/data/tiny-m3/"
+cp -r dist package.json "$S/"
+mkdir -p "$DEST"
+tar czf "$DEST/tree.tgz" -C "$S" .
+cp training/xfer/run7-gpu.sh "$DEST/gpu.sh"
+rm -rf "$S"
+ls -la "$DEST"
