@@ -58,7 +58,8 @@ export function bf16Variant(text) {
  * The bf16 variant of matmul-packed.wat: a block's 8 weights of one k are 16 bytes of bf16
  * bits, stored c0 c4 c1 c5 c2 c6 c3 c7 (packed-panels.ts), loaded once and widened exactly
  * to two f32x4 in two instructions: the 32-bit lanes shifted left 16 are columns 0..3, the
- * lanes with their low halves masked off columns 4..7;
+ * lanes with their low halves cleared (shifted right, then left, 16) columns 4..7 (a shift pair
+ * rather than an AND with a mask: the 5-row tile has no register left for the mask);
  * the arithmetic, and so every result bit, is the f32 kernel's on the widened weights.
  * Exported as "matmul_packed_bf16".
  */
@@ -73,7 +74,7 @@ export function packedBf16Variant(text) {
     ],
     [
       /\(local\.set \$hi(\d?) \(v128\.load offset=\d+ \(local\.get \$wk\d?\)\)\) ;; W hi/g,
-      '(local.set $$hi$1 (v128.and (local.get $$hi$1) (local.get $$mask)))', // $mask set once before the loop
+      '(local.set $$hi$1 (i32x4.shl (i32x4.shr_u (local.get $$hi$1) (i32.const 16)) (i32.const 16)))',
     ],
     [
       /\(local\.set \$KW \(local\.get \$K4\)\)/,

@@ -112,8 +112,12 @@ describe('register-blocked matmul on packed weights (matmul-packed.wat)', () => 
     [2, 120, 8, false],
     [3, 40, 36, false],
     [4, 16, 256, true],
-    [5, 264, 128, false],
+    [5, 264, 128, false], // one 5×8 row of tiles
+    [10, 24, 40, true],
+    [13, 48, 64, true], // 5×8, then 4×8 tiles
     [17, 136, 64, true],
+    [32, 64, 36, false], // 5×8 and 4×8 tiles, no 1-row tiles
+    [39, 16, 20, true],
     [64, 512, 256, true],
   ])(
     'M=%i N=%i K=%i (bf16 %s): the sequential float32 chain of every output (mul + add, and FMA where fused), bit for bit, at 1, 2 and 3 threads',
