@@ -27,8 +27,7 @@ export interface Backend {
   alloc(shape: Shape, dtype: DType): Tensor;
   /**
    * A tensor whose contents are undefined, for an op that writes every element before anything
-   * reads it. Optional: a backend whose alloc zeroes for free (the CPU's) leaves it out and
-   * callers take alloc (StepContext.output).
+   * reads it. Optional: a backend without it gives callers alloc (StepContext.output).
    */
   allocUninitialized?(shape: Shape, dtype: DType): Tensor;
   /** Copies host data in. `dtype` is the storage the caller wants ('bf16' may be kept as f32 by a float32 backend). */

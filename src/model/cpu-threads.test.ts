@@ -35,6 +35,26 @@ describe('CPU backend on 1 and 2 threads: the same bits', () => {
     });
   }
 
+  for (const name of GOLDEN_CASES) {
+    it(`${name}: outputs taken uninitialized are written whole (NaN-filled, the same logits)`, async () => {
+      const dir = goldenCase(name);
+      const exp = JSON.parse(readFileSync(`${dir}/expect.json`, 'utf8')) as GoldenExpect;
+      const poisoned = new CpuBackend({
+        threads: 2,
+        minParallelFlops: 0,
+        poisonUninitialized: true,
+      });
+      backends.push(poisoned);
+      const [plain, nan] = await Promise.all(
+        [backend(1), poisoned].map(async (b) =>
+          runForward(await loadModel(dir, { backend: b }), exp.ids),
+        ),
+      );
+      expect(nan!.logits.flat().every((v) => Number.isFinite(v))).toBe(true);
+      expect(nan!.logits).toEqual(plain!.logits);
+    });
+  }
+
   it('engine invariances hold on 2 threads: batched, chunked and preempted runs give the 1-thread tokens', async () => {
     const dir = goldenCase('tiny-moe');
     const reqs = Array.from({ length: 4 }, (_, i) =>

@@ -21,6 +21,14 @@ import { moeRows, routerTopKRows } from './ops/moe.js';
 import { ropeNeox, ropeTable, type RopeTable } from './ops/rope.js';
 import { CpuKernels, type CpuKernelsOptions } from './wasm/cpu-kernels.js';
 
+export interface CpuBackendOptions extends CpuKernelsOptions {
+  /**
+   * Fill allocUninitialized tensors with NaN (i32: −2³¹ + 1) instead of leaving old values:
+   * for tests that check every such output is written whole before it is read.
+   */
+  readonly poisonUninitialized?: boolean;
+}
+
 interface CpuBatchMeta extends BatchMeta {
   readonly layout: BatchLayout;
   /** RoPE cos/sin of the step's positions by "rotaryDim theta", computed at first use. */
@@ -38,9 +46,12 @@ export class CpuBackend implements Backend {
   readonly kernels: CpuKernels;
   private readonly weights: KernelWeights;
 
+  private readonly poison: boolean;
+
   /** `threads`: threads the kernels use, this one included (default 1; `--cpu-threads`). */
-  constructor(o: CpuKernelsOptions = {}) {
+  constructor(o: CpuBackendOptions = {}) {
     this.kernels = new CpuKernels(o);
+    this.poison = o.poisonUninitialized ?? false;
     this.weights = new KernelWeights(this.kernels.heap);
   }
 
@@ -57,6 +68,17 @@ export class CpuBackend implements Backend {
     const n = numel(shape);
     const data = dtype === 'i32' ? this.kernels.heap.i32(n) : this.kernels.heap.f32(n);
     this.kernels.zero(data); // recycled scratch blocks hold old values
+    return new CpuTensor(shape, dtype, data, true);
+  }
+
+  /**
+   * Without the zeroing (a WASM memset per tensor, ~80 a decode step): for outputs their op
+   * writes whole (StepContext.output), so a recycled block's old values are never read.
+   */
+  allocUninitialized(shape: Shape, dtype: DType): Tensor {
+    const n = numel(shape);
+    const data = dtype === 'i32' ? this.kernels.heap.i32(n) : this.kernels.heap.f32(n);
+    if (this.poison) data.fill(dtype === 'i32' ? -0x7fffffff : NaN);
     return new CpuTensor(shape, dtype, data, true);
   }
 
