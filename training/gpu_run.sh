@@ -3,6 +3,7 @@
 # fine-tune from the int8-packed run-3 weights, export the checkpoint with its reference logits,
 # then the PyTorch eval as time allows. Everything lands under $OUT/tiny-model/ and the whole
 # script ends by BUDGET seconds (default 520) after it starts. DRY=1 tests it on a CPU (byte tokenizer).
+# SEED: another data and batch-order seed (a continuation sees new problems); EVAL_LIMIT: the PyTorch eval's item count.
 # training/gpu_run.sh, run from a folder holding training/, tokenizer/ (tokenizer.json, tokenizer_config.json),
 # golden/{tiny-moe,tiny-dense} and the starting weights INIT (docs/tiny-model.md, "Run 4", "Run 5"):
 # a bf16 model.safetensors as it is, or pack_init.py's int8 .pt (default init/run3-int8.pt).
@@ -19,13 +20,14 @@ case "$INIT" in
   *.safetensors) cp "$INIT" /tmp/tm-init.safetensors || exit 1 ;;
   *) timeout 40 python3 pack_init.py unpack "$INIT" /tmp/tm-init.safetensors || exit 1 ;;
 esac
-timeout 90 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 \
+timeout 90 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 ${SEED:+--seed $SEED} \
   --template ../tokenizer/tokenizer_config.json | tee "$O/gen.out" || exit 1
 timeout $(($(left) - 3)) python3 train.py --data /tmp/tm-g --out "$O/model" \
   --minutes 9 --deadline $((START + BUDGET - 15)) --reserve-s "${RESERVE:-50}" --save-every-s 90 \
   --tokenizer ../tokenizer/tokenizer.json --init /tmp/tm-init.safetensors \
   --tokens-per-batch "${TPB:-65536}" --max-len 1024 --lr "${LR:-1.5e-3}" --warmup 30 --dense-frac 0 \
   --index-every 2 --eval-max-new 320 --log-every 20 --golden ../golden/tiny-moe ../golden/tiny-dense ${DRY:+--dry-run} \
+  ${SEED:+--seed $SEED} ${EVAL_LIMIT:+--eval-limit $EVAL_LIMIT} \
   > "$O/train.out" 2>&1
 echo "train.py exit $? at $(( $(date +%s) - START )) s"
 grep -v '"step"' "$O/train.out" | tail -12

@@ -1,8 +1,11 @@
 #!/bin/bash
-# Builds .xfer-tiny-model/{gpu.sh,tree.tgz} for run 7 from this worktree (docs/tiny-model.md, "Run 7").
+# Builds DEST/{gpu.sh,tree.tgz} for one tiny-model device call from this worktree
+# (docs/tiny-model.md, "Run 7"): pack.sh DEST [TM_VAR=VALUE ...] puts the settings in front of
+# tiny-gpu.sh. Run 7: pack.sh /work/main/.xfer-tiny-model (the defaults).
 set -e
 cd "$(dirname "$0")/../.."
-DEST=${1:-/work/main/.xfer-tiny-model}
+DEST=${1:?DEST}
+shift
 npm run -s build
 S=$(mktemp -d)
 mkdir -p "$S/tokenizer" "$S/golden" "$S/data/tiny-m3"
@@ -13,6 +16,10 @@ cp data/tiny-m3/eval-tiny.json data/tiny-m3/eval-tiny-fresh.json "$S/data/tiny-m
 cp -r dist package.json "$S/"
 mkdir -p "$DEST"
 tar czf "$DEST/tree.tgz" -C "$S" .
-cp training/xfer/run7-gpu.sh "$DEST/gpu.sh"
+{
+  echo '#!/bin/bash'
+  for kv in "$@"; do echo "export $kv"; done
+  tail -n +2 training/xfer/tiny-gpu.sh
+} > "$DEST/gpu.sh"
 rm -rf "$S"
 ls -la "$DEST"
