@@ -23,6 +23,7 @@ import { readEnv } from '../config/env.js';
 import { blasReference, type BlasResult, type BlasRow } from './cpu/blas-reference.js';
 import { measureClockGhz } from './cpu/clock.js';
 import { benchAttention, benchMatmul, type KernelRow } from './cpu/kernel-bench.js';
+import { startShare } from './cpu/machine-share.js';
 import { benchModel, type BenchBackend, type ModelRow } from './cpu/model-bench.js';
 
 const BUNDLED_MODEL = fileURLToPath(new URL('../../models/moeserve-tiny-m3', import.meta.url));
@@ -35,6 +36,13 @@ const SHAPES = [
 ] as const;
 
 const pad = (s: string | number, n: number): string => String(s).padStart(n);
+/** Other processes' share of the cores over a section (see machine-share.ts). */
+const othersNote = (share: ReturnType<typeof startShare>): string => {
+  const o = share(1).othersBusy;
+  return o === null
+    ? 'others: —'
+    : `other processes used ${(100 * o).toFixed(0)}% of the cores meanwhile`;
+};
 const fmt = (x: number, d = 1): string => x.toFixed(d);
 
 async function baselineBackend(dir: string): Promise<Backend> {
@@ -44,6 +52,7 @@ async function baselineBackend(dir: string): Promise<Backend> {
 }
 
 function matmulSection(threads: number, wasmPeak: number): { mm: KernelRow[]; blas: BlasResult } {
+  const share = startShare();
   const k1 = new CpuKernels({ threads: 1 });
   const kN = new CpuKernels({ threads });
   const mm: KernelRow[] = [];
@@ -53,11 +62,12 @@ function matmulSection(threads: number, wasmPeak: number): { mm: KernelRow[]; bl
   }
   k1.close();
   kN.close();
+  const others = othersNote(share); // before numpy runs (its process counts as another)
   const blas1 = blasReference(SHAPES, 1);
   const blasN = threads > 1 ? blasReference(SHAPES, threads) : { rows: [], note: '' };
   const blas: BlasRow[] = [...blas1.rows, ...blasN.rows];
   console.log(
-    `\nmatmul out[M,N] = x[M,K]·w[N,K]ᵀ, float32, median of 9 (reference: ${blas1.note})`,
+    `\nmatmul out[M,N] = x[M,K]·w[N,K]ᵀ, float32, median of 9 (reference: ${blas1.note}); ${others}`,
   );
   console.log(
     'shape (MxNxK)    kernel                             ms   GFLOP/s  % WASM peak×thr  vs BLAS same threads  load',
@@ -73,6 +83,7 @@ function matmulSection(threads: number, wasmPeak: number): { mm: KernelRow[]; bl
 }
 
 function attentionSection(threads: number): KernelRow[] {
+  const share = startShare();
   const k1 = new CpuKernels({ threads: 1 });
   const kN = new CpuKernels({ threads });
   const at: KernelRow[] = [];
@@ -84,7 +95,7 @@ function attentionSection(threads: number): KernelRow[] {
   k1.close();
   kN.close();
   console.log(
-    '\nattention (dense + MSA-sparse) + MSA selection, bundled shapes (H 4, Hkv 2, Dh 64, S 16, top-4)',
+    `\nattention (dense + MSA-sparse) + MSA selection, bundled shapes (H 4, Hkv 2, Dh 64, S 16, top-4); ${othersNote(share)}`,
   );
   console.log('case                  kernel              ms   GFLOP/s  load');
   // prettier-ignore
@@ -111,9 +122,13 @@ async function modelSection(threads: number, baseline: string | undefined): Prom
   bN.close();
   b1?.close();
   console.log('\nbundled model (models/moeserve-tiny-m3), steady state, median step');
-  console.log('step                  backend         tok/s   ms/step  load');
+  console.log(
+    "(cpu ms: this process's CPU time per timed step, all threads; others: other processes' share of all cores during the row)",
+  );
+  console.log('step                  backend         tok/s   ms/step   cpu ms  others  load');
+  const share = (x: number | null): string => (x === null ? '—' : `${fmt(100 * x, 0)}%`);
   // prettier-ignore
-  for (const r of model) console.log(`${r.what.padEnd(21)} ${r.backend.padEnd(12)} ${pad(fmt(r.tokS, 0), 8)} ${pad(fmt(r.ms, 3), 9)} ${pad(fmt(r.load, 2), 5)}`);
+  for (const r of model) console.log(`${r.what.padEnd(21)} ${r.backend.padEnd(12)} ${pad(fmt(r.tokS, 0), 8)} ${pad(fmt(r.ms, 3), 9)} ${pad(fmt(r.cpuMs, 3), 8)} ${pad(share(r.othersBusy), 7)} ${pad(fmt(r.load, 2), 5)}`);
   return model;
 }
 

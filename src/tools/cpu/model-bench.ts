@@ -5,6 +5,7 @@ import { loadModel } from '../../model/load-model.js';
 import type { KvCache } from '../../model/minimax-m3/kv-cache.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import { SeededRng } from '../../bench/seeded-rng.js';
+import { startShare } from './machine-share.js';
 
 export interface ModelRow {
   readonly what: string;
@@ -14,6 +15,10 @@ export interface ModelRow {
   readonly ms: number;
   /** 1-minute load average when the row was measured. */
   readonly load: number;
+  /** This process's CPU ms per timed step (worker threads included: their spinning too). */
+  readonly cpuMs: number;
+  /** Other processes' share of all cores while the row ran (warm-up included), or null. */
+  readonly othersBusy: number | null;
 }
 
 export function median(xs: readonly number[]): number {
@@ -74,16 +79,19 @@ async function timeSteps(
   run: (i: number) => Promise<unknown>,
   warm: number,
   reps: number,
-): Promise<number> {
+): Promise<{ ms: number; cpuMs: number; othersBusy: number | null }> {
+  const whole = startShare();
   const w0 = performance.now();
   for (let i = 0; i < warm || performance.now() - w0 < WARM_MS; i++) await run(-1);
+  const timed = startShare();
   const ts: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t0 = performance.now();
     await run(i);
     ts.push(performance.now() - t0);
   }
-  return median(ts);
+  const { cpuMsPerStep } = timed(reps);
+  return { ms: median(ts), cpuMs: cpuMsPerStep, othersBusy: whole(reps).othersBusy };
 }
 
 export interface ModelBenchOptions {
@@ -130,13 +138,15 @@ export async function benchModel(
     for (const { label, backend, model } of models) {
       const kv = model.allocKv(pages, S);
       if (randomCache) randomKv(backend, kv);
-      const ms = await timeSteps((i) => run(model, kv, i), warm, reps);
+      const t = await timeSteps((i) => run(model, kv, i), warm, reps);
       rows.push({
         what,
         backend: label,
-        tokS: (1000 * tokensPerStep) / ms,
-        ms,
+        tokS: (1000 * tokensPerStep) / t.ms,
+        ms: t.ms,
         load: loadavg()[0]!,
+        cpuMs: t.cpuMs,
+        othersBusy: t.othersBusy,
       });
       freeKv(backend, kv);
     }

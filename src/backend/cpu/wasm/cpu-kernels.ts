@@ -22,6 +22,7 @@ import { fusedMultiplyAdd } from './fused-multiply-add.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
 import { msaJobs } from './msa-chunks.js';
 import { HeapScratch, StepTables } from './step-tables.js';
+import { ThreadMode } from './thread-mode.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
 import { wasm } from './wasm-api.js';
 import { WasmHeap } from './wasm-heap.js';
@@ -75,6 +76,12 @@ export interface CpuKernelsOptions {
    * rounding (one per step against two).
    */
   readonly fma?: boolean;
+  /**
+   * Choose by measurement whether splittable jobs use the worker threads or the caller alone
+   * (ThreadMode; default: on unless minParallelFlops is set, so tests that split every kernel
+   * always exercise the workers). Outputs are the same bits either way.
+   */
+  readonly adaptiveThreads?: boolean;
 }
 
 /**
@@ -101,6 +108,7 @@ export class CpuKernels {
   private readonly minParallelFlops: number;
   private readonly minWakeFlops: number;
   private readonly zeroFn: (p: number, bytes: number) => void;
+  private readonly mode: ThreadMode;
 
   constructor(o: CpuKernelsOptions = {}) {
     this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
@@ -109,6 +117,9 @@ export class CpuKernels {
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
       throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
     this.threads = threads;
+    this.mode = new ThreadMode(
+      threads > 1 && (o.adaptiveThreads ?? o.minParallelFlops === undefined),
+    );
     if (o.fma && !fusedMultiplyAdd())
       throw new Error('CPU kernels: fma requested, but this runtime has no fused relaxed_madd');
     this.fma = o.fma ?? fusedMultiplyAdd();
@@ -178,7 +189,7 @@ export class CpuKernels {
       const share = Math.max(1, Math.round((total * 2 * j.M * N * K) / Math.max(1, flops)));
       rows.push(...matmulChunks(j, N, K, share));
     }
-    this.pool.run(rows, flops >= this.minWakeFlops);
+    this.run(rows, flops);
   }
 
   /**
@@ -265,7 +276,7 @@ export class CpuKernels {
         this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
         a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, sp, sp + keysLen * 4]);
     }
-    this.pool.run(rows, flops >= this.minWakeFlops);
+    this.run(rows, flops);
   }
 
   /** MSA block selection; see Backend.msaSelect. */
@@ -289,7 +300,7 @@ export class CpuKernels {
     // prettier-ignore
     const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: idxK.byteOffset,
       meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(flops), this.scratch, this.msaScores);
-    jobs.forEach((rows, i) => this.pool.run(rows, i === 0 && flops >= this.minWakeFlops));
+    jobs.forEach((rows, i) => this.run(rows, i === 0 ? flops : 0, i === 0));
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
@@ -349,7 +360,19 @@ export class CpuKernels {
     const list: Row[] = [];
     for (let r0 = 0; r0 < rows; r0 += chunk)
       list.push([fn, ...args(r0, Math.min(rows, r0 + chunk))]);
-    this.pool.run(list, flops >= this.minWakeFlops);
+    this.run(list, flops);
+  }
+
+  /**
+   * One pool job of `flops`: one that could be split runs threaded or on the caller as
+   * ThreadMode chooses, and is timed for it. `wake` false: never wake sleeping workers.
+   */
+  private run(rows: readonly Row[], flops: number, wake = true): void {
+    if (rows.length <= 1 || this.threads === 1) return this.pool.run(rows, false);
+    const threaded = this.mode.threaded;
+    const t0 = performance.now();
+    this.pool.run(rows, wake && threaded && flops >= this.minWakeFlops, !threaded);
+    this.mode.record(flops, performance.now() - t0);
   }
 
   /**

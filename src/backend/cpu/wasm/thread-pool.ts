@@ -119,16 +119,17 @@ export class ThreadPool {
   /**
    * Runs every chunk (in no fixed order, on any threads) and returns when all are done. With
    * `wake` false the chunks run on the caller when all workers sleep (a job too small to pay
-   * for waking one); the chunks compute the same elements either way.
+   * for waking one), with `solo` on the caller always; the chunks compute the same elements
+   * either way.
    */
-  run(chunks: readonly Chunk[], wake = true): void {
+  run(chunks: readonly Chunk[], wake = true, solo = false): void {
     if (this.closed) throw new Error('CPU thread pool: used after close()');
     if (this.broken)
       throw new Error(`CPU thread pool: a worker thread died: ${this.broken.message}`);
     if (chunks.length > MAX_CHUNKS)
       throw new Error(`CPU thread pool: ${chunks.length} chunks > ${MAX_CHUNKS}`);
     const asleep = !wake && Atomics.load(this.c, SLEEPING) === this.workers.length;
-    if (this.threads === 1 || chunks.length <= 1 || asleep) {
+    if (this.threads === 1 || chunks.length <= 1 || asleep || solo) {
       for (const ch of chunks) this.call(ch);
       return;
     }

@@ -14,7 +14,7 @@ function filled(k: CpuKernels, n: number, seed: number): Float32Array {
 
 const kernels: CpuKernels[] = [];
 const make = (threads: number): CpuKernels => {
-  const k = new CpuKernels({ threads });
+  const k = new CpuKernels({ threads, adaptiveThreads: false });
   kernels.push(k);
   return k;
 };

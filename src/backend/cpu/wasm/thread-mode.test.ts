@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { ThreadMode } from './thread-mode.js';
+
+/** Runs `jobs` jobs of 1 MFLOP through `m`, each taking `msOf(threaded)`; the threaded share. */
+function drive(m: ThreadMode, jobs: number, msOf: (threaded: boolean) => number): number {
+  let threaded = 0;
+  for (let i = 0; i < jobs; i++) {
+    const t = m.threaded;
+    if (t) threaded++;
+    m.record(1e6, msOf(t));
+  }
+  return threaded / jobs;
+}
+
+describe('ThreadMode: threaded or solo by measured rate', () => {
+  it('settles on the faster mode, exploring the other one window in 16', () => {
+    const m = new ThreadMode(true);
+    expect(drive(m, 128 * 64, (t) => (t ? 0.6 : 1))).toBeGreaterThan(0.9); // threads 1.7× faster
+    const solo = new ThreadMode(true);
+    const share = drive(solo, 128 * 64, (t) => (t ? 1.4 : 1)); // a busy machine: threads lose
+    expect(share).toBeLessThan(0.1);
+    expect(share).toBeGreaterThan(0); // still explores
+  });
+
+  it('follows a change of load within a few explore windows', () => {
+    const m = new ThreadMode(true);
+    drive(m, 128 * 64, (t) => (t ? 0.6 : 1)); // quiet: threaded
+    drive(m, 128 * 48, (t) => (t ? 1.5 : 1)); // others take a core
+    expect(drive(m, 128 * 64, (t) => (t ? 1.5 : 1))).toBeLessThan(0.1);
+    drive(m, 128 * 48, (t) => (t ? 0.6 : 1)); // quiet again
+    expect(drive(m, 128 * 64, (t) => (t ? 0.6 : 1))).toBeGreaterThan(0.9);
+  });
+
+  it('stays threaded when disabled', () => {
+    const m = new ThreadMode(false);
+    expect(drive(m, 128 * 64, (t) => (t ? 2 : 1))).toBe(1);
+  });
+});

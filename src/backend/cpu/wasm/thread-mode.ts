@@ -1,0 +1,64 @@
+/**
+ * Whether the jobs the thread pool could split run on the worker threads or on the caller
+ * alone, chosen by measurement. On a shared machine the extra threads buy nothing when other
+ * processes hold the other cores: Linux shares CPU time fairly between sessions (autogroups),
+ * so with one other busy session on 2 cores this process gets about one core whatever its
+ * thread count, and the split only adds waits for a descheduled worker (measured here:
+ * decode B=32 took 18.0 ms a step on 2 threads against 14.8 ms on 1, at 18.5 against 13.6
+ * CPU ms, while other sessions used 45–50% of the cores). Quiet, 2 threads are ~1.6× faster.
+ *
+ * So the kernels time their splittable jobs (flops per ms) in windows of WINDOW jobs, one
+ * mode per window: the preferred mode, and every EXPLORE-th window the other one, whose rate
+ * is then compared with the preferred mode's windows just before it (so both saw about the
+ * same load and job mix); the preference flips when the other mode was MARGIN faster. A
+ * change of load is noticed within EXPLORE windows (a few decode steps), and exploring costs
+ * at most 1/EXPLORE of the jobs running in the slower mode. Which thread computes a chunk
+ * never changes its result, so the choice affects speed only, never outputs.
+ */
+const WINDOW = 128;
+const EXPLORE = 16;
+/** Weight of a new window in the preferred mode's average rate. */
+const ALPHA = 0.5;
+/** The other mode must be this much faster before the choice flips. */
+const MARGIN = 1.05;
+
+export class ThreadMode {
+  /** The preferred mode's recent rate (flops per ms, average of its last windows), or NaN. */
+  private recent = NaN;
+  private preferred = 1; // 1 threaded, 0 solo
+  private mode = 1;
+  private window = 0;
+  private jobs = 0;
+  private flops = 0;
+  private ms = 0;
+
+  /** `enabled` false: always threaded (tests that must exercise the workers). */
+  constructor(private readonly enabled: boolean) {}
+
+  /** Whether the next splittable job should use the workers. */
+  get threaded(): boolean {
+    return this.mode === 1;
+  }
+
+  /** A splittable job of `flops` took `ms` in the current mode. */
+  record(flops: number, ms: number): void {
+    if (!this.enabled) return;
+    this.flops += flops;
+    this.ms += ms;
+    if (++this.jobs < WINDOW) return;
+    const r = this.flops / Math.max(this.ms, 1e-6);
+    this.jobs = 0;
+    this.flops = 0;
+    this.ms = 0;
+    if (this.mode === this.preferred) {
+      this.recent = Number.isNaN(this.recent) ? r : ALPHA * r + (1 - ALPHA) * this.recent;
+    } else if (r > MARGIN * this.recent) {
+      this.preferred = this.mode;
+      this.recent = r;
+    }
+    this.window++;
+    // window 1 tries the other mode at once; then every EXPLORE-th window
+    const explore = this.window === 1 || this.window % EXPLORE === 0;
+    this.mode = explore ? 1 - this.preferred : this.preferred;
+  }
+}
