@@ -3,8 +3,11 @@
  * test/gpu/real-model.ts): correctness against the CPU backend, then prefill and decode timings.
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
- *        [--prefill-attention tensor-cores|scalar] [--quantization fp8 | none,fp8]
- *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3]
+ *        [--prefill-attention tensor-cores|mma-sync|scalar] [--quantization fp8 | none,fp8]
+ *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192]
+ * The prefill rows print the whole per-op profile, its sum, the device span and the largest
+ * gaps between ops (where host time goes that no op accounts for). --attention-alone times
+ * dense prefill attention alone per kernel first (prefill-attention-time.ts).
  * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .). --quantization
  * none,fp8 benches the bf16 weights, quantizes the same weights and benches again (one weight
  * build): gpu-bench-none.*, gpu-bench-fp8.* and a table of FP8 / bf16 on stdout.
@@ -29,7 +32,9 @@ import { SingleRankCommunicator } from '../src/parallel/communicator.js';
 import { median } from '../test/gpu/check-util.js';
 import { decodeBatch, timeGraphStep } from './graph-step.js';
 import { prefillFlops } from './prefill-flops.js';
-import { profileOps } from '../test/gpu/op-profile.js';
+import { profileOps, profileTimeline } from '../test/gpu/op-profile.js';
+import { KERNEL_KEYS, timePrefillAttention } from './prefill-attention-time.js';
+import { timeSparseAttention } from './sparse-attention-time.js';
 import { realCheck } from '../test/gpu/real-check.js';
 import { buildGpuWeights, decodeWeightBytes, realConfig } from '../test/gpu/real-model.js';
 import { quantizeModelWeights } from '../src/model/minimax-m3/quantize-weights.js';
@@ -139,11 +144,13 @@ async function timePrefill(
     logitsFor: 'last',
   };
   await model.forward(batch, kv);
-  const prof = await profileOps(gpu, () => model.forward(batch, kv));
+  const tl = await profileTimeline(gpu, () => model.forward(batch, kv));
   console.log(
-    `per-op device ms, prefill ${T}: ${prof
-      .slice(0, 10)
-      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    `per-op device ms, prefill ${T}: ${tl.ops.map(([k, v]) => `${k} ${v.toFixed(2)}`).join('; ')}`,
+  );
+  console.log(
+    `prefill ${T} timeline: op sum ${tl.sumMs.toFixed(2)} ms, device span ${tl.spanMs.toFixed(2)} ms, host ${tl.hostMs.toFixed(2)} ms (profiled call); largest gaps: ${tl.gaps
+      .map((g) => `${g.ms.toFixed(3)} ms after #${g.index - 1} ${g.after} before ${g.before}`)
       .join('; ')}`,
   );
   const ms: number[] = [];
@@ -158,6 +165,9 @@ async function timePrefill(
   return {
     tokens: T,
     ms: t,
+    opSumMs: tl.sumMs,
+    spanMs: tl.spanMs,
+    attentionMs: tl.ops.find(([k]) => k === 'attention')?.[1] ?? 0,
     tflops,
     fractionOfGemm: tflops / ceil.gemmTflops,
     tokensPerSecond: T / (t * 1e-3),
@@ -323,11 +333,28 @@ async function main(): Promise<void> {
   const batches = arg('batches', '1,8,32,64,128').split(',').map(Number);
   const prefillTs = arg('prefill', '2048').split(',').map(Number);
   const prefillAttention = arg('prefill-attention', 'tensor-cores');
-  if (prefillAttention !== 'tensor-cores' && prefillAttention !== 'scalar')
-    throw new Error(`--prefill-attention must be tensor-cores or scalar, not ${prefillAttention}`);
+  if (
+    prefillAttention !== 'tensor-cores' &&
+    prefillAttention !== 'mma-sync' &&
+    prefillAttention !== 'scalar'
+  )
+    throw new Error(
+      `--prefill-attention must be tensor-cores, mma-sync or scalar, not ${prefillAttention}`,
+    );
   const gpu = await createCudaBackend({ prefillAttention });
   const ceil = smoke(gpu);
   const cfg = realConfig(numMoe);
+  for (const T of arg('attention-alone', '')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0)) {
+    const r = timePrefillAttention(gpu, cfg, T);
+    const sp = timeSparseAttention(gpu, cfg, T);
+    console.log(
+      `attention alone T=${T}: ${KERNEL_KEYS.map((key) => `${key} ${(r[`ms_${key}`] ?? 0).toFixed(3)} ms (${(r[`tflops_${key}`] ?? 0).toFixed(0)} TFLOP/s)`).join(', ')}; ` +
+        `MSA-sparse (random top-${cfg.sparse?.topkBlocks ?? 16}) default ${sp.ms_sparse_default.toFixed(3)} ms, mma.sync ${sp.ms_sparse_mma_sync.toFixed(3)} ms, decode kernel ${sp.ms_sparse_decode_kernel.toFixed(3)} ms`,
+    );
+  }
   const t0 = performance.now();
   const quantizations = quantizationArg();
   const kvCacheDtype = kvCacheDtypeArg();

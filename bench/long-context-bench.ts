@@ -20,9 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
-import { attentionPrefill, type PrefillTiling } from '../src/backend/cuda/attention-ops.js';
-import type { CudaBatchMeta } from '../src/backend/cuda/batch-meta.js';
-import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
+import { createCudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { MsaScoring } from '../src/backend/cuda/msa-ops.js';
 import { allocKvCache, type KvCache } from '../src/model/minimax-m3/kv-cache.js';
 import { MiniMaxM3Model } from '../src/model/minimax-m3/minimax-m3-model.js';
@@ -32,25 +30,22 @@ import { profileOps } from '../test/gpu/op-profile.js';
 import { buildGpuWeights, realConfig } from '../test/gpu/real-model.js';
 import { smoke } from '../test/gpu/smoke.js';
 import { decodeBatch, timeGraphStep } from './graph-step.js';
-import { causalAttentionFlops, prefillFlops } from './prefill-flops.js';
+import { prefillFlops } from './prefill-flops.js';
+import { KERNEL_KEYS, timePrefillAttention } from './prefill-attention-time.js';
 import { timeSparseAttention } from './sparse-attention-time.js';
 
 const PAGE = 128;
-/** Prefill block shapes the attention-alone rows compare (the first is the default's). */
-const TILINGS: readonly PrefillTiling[] = [
-  { heads: 1, mTiles: 2 },
-  { heads: 2, mTiles: 2 },
-  { heads: 2, mTiles: 1 },
-  { heads: 1, mTiles: 1 },
-];
-const tilingKey = (t: PrefillTiling): string => `h${t.heads}m${t.mTiles}`;
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
 }
 /** A comma list of token counts; 0 (e.g. `--attention-tokens 0`) for none. */
-const list = (s: string): number[] => s.split(',').map(Number).filter((n) => n > 0);
+const list = (s: string): number[] =>
+  s
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
 
 /** The prompt's forward batches: one, or chunks of `chunk` tokens over the same page table. */
 function prefillBatches(L: number, chunk: number, vocab: number): ForwardBatch[] {
@@ -75,51 +70,6 @@ async function ttft(model: MiniMaxM3Model, kv: KvCache, batches: ForwardBatch[])
   return performance.now() - t0;
 }
 
-/** TFLOP/s of the dense prefill attention kernel alone at T tokens (one sequence), by heads per block. */
-function timeAttention(gpu: CudaBackend, cfg: ReturnType<typeof realConfig>, T: number) {
-  const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = cfg;
-  const pages = Math.ceil(T / PAGE);
-  const q = gpu.alloc([T, H * Dh], 'bf16'); // [T, H·Dh]
-  const k = gpu.alloc([pages, PAGE, Hkv * Dh], 'bf16'); // [P, S, Hkv·Dh]
-  const v = gpu.alloc([pages, PAGE, Hkv * Dh], 'bf16');
-  const o = gpu.alloc([T, H * Dh], 'bf16');
-  gpu.fillRandom(q, 11, 2);
-  gpu.fillRandom(k, 12, 1);
-  gpu.fillRandom(v, 13, 1);
-  const batch: ForwardBatch = {
-    tokenIds: new Int32Array(T),
-    seqs: [{ numCached: 0, numNew: T, pageTable: Int32Array.from({ length: pages }, (_, p) => p) }],
-    pageSize: PAGE,
-    logitsFor: 'last',
-  };
-  const meta = gpu.prepareBatch(batch) as CudaBatchMeta;
-  const opts = {
-    numHeads: H,
-    numKvHeads: Hkv,
-    headDim: Dh,
-    scale: 1 / Math.sqrt(Dh),
-    blocks: null,
-  };
-  const dev = gpu.dev;
-  const [a, b] = [dev.createEvent(), dev.createEvent()];
-  const row: Record<string, number> = { tokens: T };
-  for (const tiling of TILINGS) {
-    attentionPrefill(gpu.ctx, o, q, k, v, meta, opts, tiling);
-    const ms: number[] = [];
-    for (let r = 0; r < 3; r++) {
-      dev.record(a);
-      attentionPrefill(gpu.ctx, o, q, k, v, meta, opts, tiling);
-      dev.record(b);
-      ms.push(dev.elapsed(a, b));
-    }
-    const key = tilingKey(tiling);
-    row[`ms_${key}`] = median(ms);
-    row[`tflops_${key}`] = causalAttentionFlops(T, H, Dh) / (median(ms) * 1e-3) / 1e12;
-  }
-  for (const t of [q, k, v, o]) gpu.free(t);
-  return row;
-}
-
 async function main(): Promise<void> {
   const out = arg('out', process.env['OUT'] ?? '.');
   const numMoe = Number(arg('moe-layers', '1'));
@@ -133,10 +83,10 @@ async function main(): Promise<void> {
   const gemmTflops = process.argv.includes('--skip-ceilings') ? 0 : smoke(gpu).gemmTflops;
   const cfg = realConfig(numMoe);
   const attention = list(arg('attention-tokens', '2048,8192,32768')).map((T) => {
-    const r = timeAttention(gpu, cfg, T);
+    const r = timePrefillAttention(gpu, cfg, T);
     const sp = timeSparseAttention(gpu, cfg, T);
     console.log(
-      `attention kernel T=${T}: ${TILINGS.map((t) => `${tilingKey(t)} ${r[`tflops_${tilingKey(t)}`]!.toFixed(0)}`).join(', ')} TFLOP/s; ` +
+      `attention kernel T=${T}: ${KERNEL_KEYS.map((key) => `${key} ${(r[`tflops_${key}`] ?? 0).toFixed(0)}`).join(', ')} TFLOP/s; ` +
         `MSA-sparse (random selection) ${sp.ms_sparse_default.toFixed(2)} ms as routed, ${sp.ms_sparse_decode_kernel.toFixed(2)} ms on the decode kernel (outputs differ by ${sp.rel_diff_sparse.toExponential(2)})`,
     );
     return { ...r, ...sp };
@@ -221,11 +171,11 @@ function markdown(
         `| ${r['context']} | ${f(r['ttftMs'])} | ${f(r['ttftMs']! / first['ttftMs']!, 2)} | ${f(r['tflops'])} | ${f(100 * r['fractionOfGemm']!)} | ${f(r['decodeMs'], 3)} | ${f(r['decodeMs']! / first['decodeMs']!, 2)} |`,
     ),
     '',
-    `| attention tokens | ${TILINGS.map((t) => `${t.heads} head(s)/block, ${16 * t.mTiles} rows/warp: ms (TFLOP/s)`).join(' | ')} |`,
-    `|---|${TILINGS.map(() => '---|').join('')}`,
+    `| attention tokens | ${KERNEL_KEYS.map((key) => `${key}: ms (TFLOP/s)`).join(' | ')} |`,
+    `|---|${KERNEL_KEYS.map(() => '---|').join('')}`,
     ...attention.map(
       (r) =>
-        `| ${r['tokens']} | ${TILINGS.map((t) => `${f(r[`ms_${tilingKey(t)}`], 2)} (${f(r[`tflops_${tilingKey(t)}`])})`).join(' | ')} |`,
+        `| ${r['tokens']} | ${KERNEL_KEYS.map((key) => `${f(r[`ms_${key}`], 2)} (${f(r[`tflops_${key}`])})`).join(' | ')} |`,
     ),
     '',
   ].join('\n');

@@ -3,8 +3,9 @@
  * selecting its own block and (where it has more than top-k candidates) top-k - 1 random earlier
  * blocks of 128 keys, per KV head: the near-random selection of random weights, where a query
  * tile's union of selections covers almost every block. Times the kernel the backend picks
- * (attention-ops.ts: the prefill kernel's sparse form up to SPARSE_PREFILL_MAX_KEYS) against the
- * decode kernel (one token per block) on the same data, CUDA events, median of 3.
+ * (attention-ops.ts: the prefill kernel's sparse form up to SPARSE_PREFILL_MAX_KEYS, wgmma on
+ * sm_90) against the mma.sync prefill kernel's sparse form and the decode kernel (one token per
+ * block) on the same data, CUDA events, median of 3.
  */
 import { attentionDecode } from '../src/backend/cuda/attention-decode.js';
 import { attention } from '../src/backend/cuda/attention-ops.js';
@@ -21,7 +22,7 @@ const PAGE = 128;
 export function randomSelection(T: number, Hkv: number, topk: number, seed: number): Int32Array {
   const out = new Int32Array(Hkv * T * topk).fill(-1);
   let s = seed >>> 0;
-  const rnd = (n: number) => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) % n);
+  const rnd = (n: number) => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) % n;
   for (let g = 0; g < Hkv; g++)
     for (let t = 0; t < T; t++) {
       const own = Math.floor(t / PAGE);
@@ -41,6 +42,8 @@ export interface SparseAttentionTimes {
   readonly tokens: number;
   /** The kernel attention-ops.ts routes the batch to. */
   readonly ms_sparse_default: number;
+  /** The mma.sync prefill kernel's sparse form (attention-ops 'mma-sync'). */
+  readonly ms_sparse_mma_sync: number;
   readonly ms_sparse_decode_kernel: number;
   /** ‖routed − decode kernel‖ / ‖decode kernel‖ on these inputs (both bf16 outputs). */
   readonly rel_diff_sparse: number;
@@ -85,10 +88,12 @@ export function timeSparseAttention(
   };
   const msDefault = time(() => attention(gpu.ctx, o, q, k, v, meta, opts));
   const routed = gpu.readF32(o);
+  const msMmaSync = time(() => attention(gpu.ctx, o, q, k, v, meta, opts, 'mma-sync'));
   const msDecode = time(() => attentionDecode(gpu.ctx, { qo: o, qi: q, kc: k, vc: v }, meta, opts));
   const row = {
     tokens: T,
     ms_sparse_default: msDefault,
+    ms_sparse_mma_sync: msMmaSync,
     ms_sparse_decode_kernel: msDecode,
     rel_diff_sparse: relErr(routed, gpu.readF32(o)),
   };

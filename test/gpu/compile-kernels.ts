@@ -23,6 +23,7 @@ const VARIANTS: Record<string, Record<string, string | number>[]> = {
     { ATTN_T: 'float', ATTN_MH: 1, ATTN_MD: 1 },
   ],
   'attention-prefill': [{ FA_DH: 128 }],
+  'attention-prefill-wg': [{ FA_VSWAP: 0 }],
 };
 
 function arg(name: string): string | undefined {
@@ -54,7 +55,7 @@ for (const f of readdirSync(dir)
     const d = Object.entries(defs)
       .map(([k, v]) => `-D${k}=${v}`)
       .sort();
-    const options = [...compileOptions(arch), ...d];
+    const options = [...compileOptions(arch, file), ...d];
     const t0 = performance.now();
     try {
       const { cubin, log } = nvrtcCompile(nvrtc, f, source, headers, [

@@ -1,6 +1,7 @@
 /**
  * Per-op device time of one eager step: wraps the backend's op methods with CUDA events
- * (matmuls keyed by weight shape), runs `fn`, and returns milliseconds per op, largest first.
+ * (matmuls keyed by weight shape), runs `fn`, and returns milliseconds per op, largest first;
+ * `profileTimeline` also says where the device waited between ops.
  */
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
@@ -22,12 +23,12 @@ const OPS = [
   'gatherLogitRows',
 ] as const;
 
-export async function profileOps(
-  gpu: CudaBackend,
-  fn: () => Promise<unknown>,
-): Promise<[string, number][]> {
+type Mark = [string, unknown, unknown];
+
+/** Runs `fn` with every op between two recorded events; the marks in call order. */
+async function record(gpu: CudaBackend, fn: () => Promise<unknown>): Promise<Mark[]> {
   const dev = gpu.dev;
-  const marks: [string, unknown, unknown][] = [];
+  const marks: Mark[] = [];
   const target = gpu as unknown as Record<string, (...a: unknown[]) => unknown>;
   const saved = new Map<string, (...a: unknown[]) => unknown>();
   for (const name of OPS) {
@@ -50,7 +51,53 @@ export async function profileOps(
     for (const [name, orig] of saved) target[name] = orig;
   }
   dev.sync();
+  return marks;
+}
+
+function totals(gpu: CudaBackend, marks: Mark[]): [string, number][] {
   const total = new Map<string, number>();
-  for (const [k, a, b] of marks) total.set(k, (total.get(k) ?? 0) + dev.elapsed(a, b));
+  for (const [k, a, b] of marks) total.set(k, (total.get(k) ?? 0) + gpu.dev.elapsed(a, b));
   return [...total.entries()].sort((x, y) => y[1] - x[1]);
+}
+
+export async function profileOps(
+  gpu: CudaBackend,
+  fn: () => Promise<unknown>,
+): Promise<[string, number][]> {
+  return totals(gpu, await record(gpu, fn));
+}
+
+export interface Timeline {
+  /** ms per op, largest first. */
+  readonly ops: [string, number][];
+  /** Sum of every op's time, and device time from the first op's start to the last op's end. */
+  readonly sumMs: number;
+  readonly spanMs: number;
+  /** Host time of the whole profiled call. */
+  readonly hostMs: number;
+  /** The largest device gaps between one op's end and the next op's start. */
+  readonly gaps: { after: string; before: string; index: number; ms: number }[];
+}
+
+/** As profileOps, plus the span, the host time and the largest gaps between ops. */
+export async function profileTimeline(
+  gpu: CudaBackend,
+  fn: () => Promise<unknown>,
+  topGaps = 8,
+): Promise<Timeline> {
+  const t0 = performance.now();
+  const marks = await record(gpu, fn);
+  const hostMs = performance.now() - t0;
+  const ops = totals(gpu, marks);
+  const dev = gpu.dev;
+  const gaps = marks.slice(1).map(([k, a], i) => ({
+    after: marks[i]![0],
+    before: k,
+    index: i + 1,
+    ms: dev.elapsed(marks[i]![2], a),
+  }));
+  gaps.sort((x, y) => y.ms - x.ms);
+  const sumMs = ops.reduce((s, [, v]) => s + v, 0);
+  const spanMs = marks.length ? dev.elapsed(marks[0]![1], marks[marks.length - 1]![2]) : 0;
+  return { ops, sumMs, spanMs, hostMs, gaps: gaps.slice(0, topGaps) };
 }

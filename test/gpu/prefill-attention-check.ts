@@ -1,5 +1,6 @@
 /**
- * The tensor-core prefill attention kernel (kernels/attention-prefill.cu) on random bf16 data,
+ * The tensor-core prefill attention kernels (kernels/attention-prefill-wg.cu, the wgmma default
+ * at these shapes on sm_90, and kernels/attention-prefill.cu's mma.sync) on random bf16 data,
  * MiniMax-M3 shapes (64 query heads, 4 KV heads, Dh 128, page size 128), over shuffled pages:
  * against the CPU backend on a chunked-prefill batch of four sequences (cached context, 64-row
  * tiles spanning sequences, a one-token sequence), and against the scalar CUDA kernel (itself
@@ -14,6 +15,7 @@ import {
   PREFILL_TOKENS_PER_SEQ,
   type PrefillTiling,
 } from '../../src/backend/cuda/attention-ops.js';
+import { attentionPrefillWg } from '../../src/backend/cuda/attention-prefill-wg.js';
 import type { CudaBatchMeta } from '../../src/backend/cuda/batch-meta.js';
 import type { CudaBackend } from '../../src/backend/cuda/cuda-backend.js';
 import type { ForwardBatch } from '../../src/backend/forward-batch.js';
@@ -130,7 +132,10 @@ function sparseAsDenseRows(cpu: Backend, gpu: CudaBackend): Row[] {
   ];
 }
 
-/** Tensor-core output (through the Backend) and the scalar kernel's on the same device data. */
+/**
+ * Tensor-core output (through the Backend: the wgmma kernel where it fits), the mma.sync
+ * kernel's and the scalar kernel's on the same device data.
+ */
 function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inputs>) {
   const T = batch.tokenIds.length;
   const meta = gpu.prepareBatch(batch) as CudaBatchMeta;
@@ -138,12 +143,120 @@ function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
   const k = gpu.upload(x.k, [P, S, HKV * DH], 'bf16');
   const v = gpu.upload(x.v, [P, S, HKV * DH], 'bf16');
   const o = gpu.alloc([T, H * DH], 'bf16');
-  const ref = gpu.alloc([T, H * DH], 'bf16');
   gpu.attention(o, q, k, v, meta, OPTS);
-  attention(gpu.ctx, ref, q, k, v, meta, OPTS, 'scalar');
-  const out = { mma: gpu.readF32(o), scalar: gpu.readF32(ref) };
-  for (const t of [q, k, v, o, ref]) gpu.free(t);
+  const mma = gpu.readF32(o);
+  attention(gpu.ctx, o, q, k, v, meta, OPTS, 'mma-sync');
+  const mmaSync = gpu.readF32(o);
+  attention(gpu.ctx, o, q, k, v, meta, OPTS, 'scalar');
+  const out = { mma, mmaSync, scalar: gpu.readF32(o) };
+  for (const t of [q, k, v, o]) gpu.free(t);
   return out;
+}
+
+/**
+ * The wgmma kernel's V descriptor check: with every key's V row the same vector, the output
+ * is that vector whatever the probabilities, so this isolates P.V's reading of V (and FA_VSWAP,
+ * the other reading of its strides, must then fail it).
+ */
+function wgVRows(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inputs>): Row[] {
+  const T = batch.tokenIds.length;
+  const W = HKV * DH;
+  const vConst = new Float32Array(x.v.length);
+  for (let i = 0; i < vConst.length; i += W) vConst.set(x.v.subarray(0, W), i);
+  const meta = gpu.prepareBatch(batch) as CudaBatchMeta;
+  const q = gpu.upload(x.q, [T, H * DH], 'bf16');
+  const k = gpu.upload(x.k, [P, S, W], 'bf16');
+  const v = gpu.upload(vConst, [P, S, W], 'bf16');
+  const o = gpu.alloc([T, H * DH], 'bf16');
+  const vRow = gpu.readF32(v).subarray(0, W); // the bf16-rounded row
+  const want = new Float32Array(T * H * DH);
+  for (let t = 0; t < T; t++)
+    for (let h = 0; h < H; h++) {
+      const g = Math.floor(h / (H / HKV));
+      want.set(vRow.subarray(g * DH, g * DH + DH), (t * H + h) * DH);
+    }
+  const rows: Row[] = [];
+  for (const vSwap of [false, true]) {
+    attentionPrefillWg(gpu.ctx, o, q, k, v, meta, OPTS, vSwap);
+    const e = relErr(gpu.readF32(o), want);
+    rows.push({
+      check: `  wgmma kernel, every V row equal: output = that row${vSwap ? ' (FA_VSWAP 1: diagnostic)' : ''}`,
+      value: e.toExponential(2),
+      limit: vSwap ? '-' : `${LIMIT}`,
+      pass: vSwap || e < LIMIT,
+    });
+  }
+  for (const t of [q, k, v, o]) gpu.free(t);
+  return rows;
+}
+
+/** `gpu` with attention on the mma.sync prefill kernels (attention-ops 'mma-sync'). */
+function mmaSyncBackend(gpu: CudaBackend): Backend {
+  const attend: Backend['attention'] = (o, q, k, v, meta, opts) =>
+    attention(gpu.ctx, o, q, k, v, meta as CudaBatchMeta, opts, 'mma-sync');
+  return Object.create(gpu, { attention: { value: attend } }) as Backend;
+}
+
+/**
+ * Random MSA selections [Hkv, T, topk]: each token its own block and up to topk - 1 distinct
+ * random earlier ones (-1 padded), so a query tile's rows select different blocks.
+ */
+function randomBlocks(batch: ForwardBatch, topk: number, seed: number): Int32Array {
+  const pos = batch.seqs.flatMap((s) =>
+    Array.from({ length: s.numNew }, (_, i) => s.numCached + i),
+  );
+  const out = new Int32Array(HKV * pos.length * topk).fill(-1);
+  let r = seed >>> 0;
+  const rnd = (n: number) => (r = (Math.imul(r, 1664525) + 1013904223) >>> 0) % n;
+  for (let g = 0; g < HKV; g++)
+    pos.forEach((p, t) => {
+      const own = Math.floor(p / S);
+      const picked = new Set<number>([own]);
+      while (picked.size < Math.min(topk, own + 1)) picked.add(rnd(own));
+      [...picked].forEach((b, j) => (out[(g * pos.length + t) * topk + j] = b));
+    });
+  return out;
+}
+
+/**
+ * MSA-sparse prefill at top-4 of 128-key blocks (contexts of up to 13 blocks, random
+ * selections): the wgmma kernel's sparse form (the default here) and the mma.sync one against
+ * the CPU; a 2,048-token one against each other.
+ */
+function wgSparseRows(cpu: Backend, gpu: CudaBackend): Row[] {
+  const batch = batchOf([
+    { numCached: 900, numNew: 100 },
+    { numCached: 0, numNew: 300 },
+    { numCached: 1500, numNew: 64 },
+  ]);
+  const x = inputs(batch.tokenIds.length, 80);
+  const blocks = randomBlocks(batch, 4, 81);
+  const ref = run(cpu, batch, x, blocks);
+  const wg = run(gpu, batch, x, blocks);
+  const mma = run(mmaSyncBackend(gpu), batch, x, blocks);
+  const differ = countDiff(new Int32Array(wg.buffer), new Int32Array(mma.buffer));
+  const big = batchOf([{ numCached: 0, numNew: 2048 }]);
+  const y = inputs(2048, 82);
+  const bigBlocks = randomBlocks(big, 4, 83);
+  const bigWg = run(gpu, big, y, bigBlocks);
+  return [
+    row(
+      'MSA-sparse prefill, top-4 random (T=464, chunked): default (wgmma) vs CPU',
+      relErr(wg, ref),
+    ),
+    row('  worst (token, head) row', worst(wg, ref), WORST_LIMIT),
+    row('MSA-sparse prefill, same batch: mma.sync vs CPU', relErr(mma, ref)),
+    {
+      check: '  the wgmma sparse kernel ran (bits differ from mma.sync)',
+      value: `${differ}`,
+      limit: '>0',
+      pass: differ > 0,
+    },
+    row(
+      'MSA-sparse prefill, top-4 random, T=2048: wgmma vs mma.sync',
+      relErr(bigWg, run(mmaSyncBackend(gpu), big, y, bigBlocks)),
+    ),
+  ];
 }
 
 /** The block shapes other than the bf16 default (1 head per block, 32 rows per warp). */
@@ -184,9 +297,25 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   const x = inputs(chunked.tokenIds.length, 40);
   const ref = run(cpu, chunked, x);
   const both = runBoth(gpu, chunked, x);
-  rows.push(row('prefill attention TC vs CPU (4 seqs, chunked, T=401)', relErr(both.mma, ref)));
+  rows.push(
+    row(
+      'prefill attention TC default (wgmma) vs CPU (4 seqs, chunked, T=401)',
+      relErr(both.mma, ref),
+    ),
+  );
   rows.push(row('  worst (token, head) row', worst(both.mma, ref), WORST_LIMIT));
+  rows.push(row('prefill attention mma.sync vs CPU (same batch)', relErr(both.mmaSync, ref)));
+  rows.push(row('  worst (token, head) row', worst(both.mmaSync, ref), WORST_LIMIT));
   rows.push(row('prefill attention scalar vs CPU (same batch)', relErr(both.scalar, ref)));
+  // The default is the wgmma kernel here (sm_90): its sums run in another order than mma.sync's.
+  const wgRan = countDiff(new Int32Array(both.mma.buffer), new Int32Array(both.mmaSync.buffer));
+  rows.push({
+    check: 'prefill attention: the wgmma kernel ran (bits differ from mma.sync)',
+    value: `${wgRan}`,
+    limit: '>0',
+    pass: wgRan > 0,
+  });
+  rows.push(...wgVRows(gpu, chunked, x));
   // Guards against a silent fallback: the two kernels round differently, so some bits differ.
   const differ = countDiff(new Int32Array(both.mma.buffer), new Int32Array(both.scalar.buffer));
   rows.push({
@@ -213,8 +342,11 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   ] as const) {
     const b = batchOf(spec);
     const r = runBoth(gpu, b, inputs(b.tokenIds.length, 50));
-    rows.push(row(`prefill attention TC vs scalar CUDA, ${name}`, relErr(r.mma, r.scalar)));
+    rows.push(row(`prefill attention TC (wgmma) vs scalar CUDA, ${name}`, relErr(r.mma, r.scalar)));
     rows.push(row('  worst (token, head) row', worst(r.mma, r.scalar), WORST_LIMIT));
+    rows.push(
+      row(`prefill attention mma.sync vs scalar CUDA, ${name}`, relErr(r.mmaSync, r.scalar)),
+    );
   }
   // The other block shapes on the chunked batch with long cached contexts.
   const long = batchOf([
@@ -228,5 +360,6 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   for (const t of runTilings(gpu, long, y))
     rows.push(row(`prefill attention TC ${t.name} vs scalar CUDA, T=1925`, relErr(t.out, base)));
   rows.push(...sparseAsDenseRows(cpu, gpu));
+  rows.push(...wgSparseRows(cpu, gpu));
   return rows;
 }

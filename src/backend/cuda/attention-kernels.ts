@@ -82,6 +82,17 @@ export const ATTENTION_PREFILL = kernel({
   defines: ['FA_DH', 'FA_HB', 'FA_MW', 'KV_FP8', 'FA_SPARSE'],
 });
 
+// ------------------------------------------------------------------ kernels/attention-prefill-wg.cu
+/** Compiled for sm_90a (kernel-cache.ts ARCH_SPECIFIC): wgmma exists on Hopper only. */
+export const ATTENTION_PREFILL_WG = kernel({
+  file: 'attention-prefill-wg',
+  names: ['attention_prefill_wg'],
+  args: { ...PAGED_ATTENTION_ARGS, blocks: 'ptr', topk: 'i32', nbw: 'i32' },
+  launch:
+    'grid (H, ceil(T/128)), block 256, dyn smem 128*128*2 + 3*2*128*128*2 + FA_SPARSE*130*nbw*4',
+  defines: ['FA_VSWAP', 'FA_SPARSE'],
+});
+
 // ------------------------------------------------------------------ kernels/msa.cu
 export const MSA_SELECT = kernel({
   file: 'msa',

@@ -6,6 +6,7 @@ import { cuda, letter } from './cuda-tensor.js';
 import { kvDefines, kvScales } from './kv-cache-args.js';
 import { launchKernel } from './kernel-launch.js';
 import { attentionDecode, decodeAttentionFits } from './attention-decode.js';
+import { attentionPrefillWg, wgPrefillFits } from './attention-prefill-wg.js';
 import { ATTENTION, ATTENTION_COMBINE, ATTENTION_PREFILL } from './kernel-table.js';
 import type { OpContext } from './op-context.js';
 
@@ -17,11 +18,13 @@ function pow2AtLeast(n: number, max: number, what: string): number {
 }
 
 /**
- * Which kernels take bf16 attention: the tensor-core ones (kernels/attention-prefill.cu for
- * dense prefill, kernels/attention-decode.cu for everything else: decode, MSA-sparse) or the
- * scalar kernels/attention.cu for every batch (the comparison the GPU checks make).
+ * Which kernels take bf16 attention: the tensor-core ones (dense prefill on
+ * kernels/attention-prefill-wg.cu's wgmma where it fits, else kernels/attention-prefill.cu's
+ * mma.sync; kernels/attention-decode.cu for decode and long MSA-sparse batches), 'mma-sync' the
+ * same with dense prefill always on attention-prefill.cu (for comparisons), or the scalar
+ * kernels/attention.cu for every batch (the comparison the GPU checks make).
  */
-export type PrefillAttention = 'tensor-cores' | 'scalar';
+export type PrefillAttention = 'tensor-cores' | 'mma-sync' | 'scalar';
 
 /**
  * Batches averaging at least this many tokens per sequence (prefill chunks) go to the
@@ -56,20 +59,25 @@ export function attention(
 ): void {
   const T = meta.numTokens;
   const prefillShaped =
-    prefill === 'tensor-cores' &&
+    prefill !== 'scalar' &&
     out.dtype === 'bf16' &&
     o.headDim % 16 === 0 &&
     o.headDim <= 128 &&
     T >= PREFILL_TOKENS_PER_SEQ * meta.numSeqs;
   if (prefillShaped && (!o.blocks || sparseIsDense(ctx, meta, o, k))) {
-    attentionPrefill(ctx, out, q, k, v, meta, { ...o, blocks: null });
+    const dense = { ...o, blocks: null };
+    if (prefill === 'tensor-cores' && wgPrefillFits(ctx, k, o))
+      attentionPrefillWg(ctx, out, q, k, v, meta, dense);
+    else attentionPrefill(ctx, out, q, k, v, meta, dense);
     return;
   }
   if (prefillShaped && sparsePrefillFits(ctx, meta, o, k)) {
-    attentionPrefill(ctx, out, q, k, v, meta, o);
+    if (prefill === 'tensor-cores' && wgPrefillFits(ctx, k, o, meta.pageStride))
+      attentionPrefillWg(ctx, out, q, k, v, meta, o);
+    else attentionPrefill(ctx, out, q, k, v, meta, o);
     return;
   }
-  if (prefill === 'tensor-cores' && decodeAttentionFits(out.dtype, o)) {
+  if (prefill !== 'scalar' && decodeAttentionFits(out.dtype, o)) {
     attentionDecode(ctx, attentionTensors(out, q, k, v, T, o, ['bf16']), meta, o);
     return;
   }

@@ -56,7 +56,7 @@ export class KernelCache {
   private readonly modules = new Map<string, unknown>();
   private readonly functions = new Map<string, KernelFn>();
   private readonly headers: { names: string[]; sources: string[] };
-  private readonly options: string[];
+  private readonly arch: string;
   readonly nvrtcVersion: string;
   readonly stats: CompileStats = { compiled: 0, cached: 0, compileMs: 0 };
 
@@ -74,7 +74,7 @@ export class KernelCache {
       .filter((f) => f.endsWith(HEADER_EXT))
       .sort();
     this.headers = { names, sources: names.map((n) => readFileSync(join(dir, n), 'utf8')) };
-    this.options = compileOptions(dev.arch);
+    this.arch = dev.arch;
     const maj = [0];
     const min = [0];
     dev.check.nvrtc(dev.libs.nvrtc.nvrtcVersion(maj, min), 'nvrtcVersion');
@@ -120,7 +120,7 @@ export class KernelCache {
 
   private cubin(file: string, defs: string[]): Buffer {
     const source = readFileSync(join(this.dir, `${file}.cu`), 'utf8');
-    const options = [...this.options, ...defs];
+    const options = [...compileOptions(this.arch, file), ...defs];
     const path = join(
       this.cacheDir,
       cubinName(file, source, this.headers, options, this.nvrtcVersion),
@@ -151,9 +151,16 @@ export class KernelCache {
   }
 }
 
-/** NVRTC options for an architecture (shared with the offline precompile). */
-export function compileOptions(arch: string): string[] {
-  return [`-arch=${arch}`, '-std=c++17', '-default-device', '-lineinfo'];
+/**
+ * Kernel files that use instructions of one architecture only (wgmma: sm_90a), compiled for
+ * that architecture-specific target; their launchers take them only on that architecture.
+ */
+const ARCH_SPECIFIC: Readonly<Record<string, string>> = { 'attention-prefill-wg': 'sm_90' };
+
+/** NVRTC options for an architecture and kernel file (shared with the offline precompile). */
+export function compileOptions(arch: string, file = ''): string[] {
+  const target = ARCH_SPECIFIC[file] === arch ? `${arch}a` : arch;
+  return [`-arch=${target}`, '-std=c++17', '-default-device', '-lineinfo'];
 }
 
 /** Cache file name: a hash of the source, headers, options (arch and defines) and NVRTC version. */
