@@ -4,10 +4,11 @@
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
  *        [--prefill-attention tensor-cores|mma-sync|scalar] [--quantization fp8 | none,fp8]
- *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192]
+ *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--moe-lanes 6,8]
  * The prefill rows print the whole per-op profile, its sum, the device span and the largest
  * gaps between ops (where host time goes that no op accounts for). --attention-alone times
- * dense prefill attention alone per kernel first (prefill-attention-time.ts).
+ * dense prefill attention alone per kernel first (prefill-attention-time.ts); --moe-lanes times
+ * the prefills again with the MoE's per-expert GEMMs on each of these lane counts (default 4).
  * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .). --quantization
  * none,fp8 benches the bf16 weights, quantizes the same weights and benches again (one weight
  * build): gpu-bench-none.*, gpu-bench-fp8.* and a table of FP8 / bf16 on stdout.
@@ -44,6 +45,7 @@ import {
   type WeightBytes,
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
+import { setMoeLanes } from '../src/backend/cuda/moe-expert-gemm.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -124,15 +126,10 @@ async function timeDecode(
   };
 }
 
-async function timePrefill(
-  gpu: CudaBackend,
-  model: MiniMaxM3Model,
-  kv: KvCache,
-  T: number,
-  ceil: Ceilings,
-): Promise<Record<string, number>> {
-  const batch: ForwardBatch = {
-    tokenIds: Int32Array.from({ length: T }, (_, i) => (i * 104729 + 7) % model.cfg.vocabSize),
+/** One sequence of T tokens from an empty cache, logits of the last. */
+function prefillBatch(T: number, vocab: number): ForwardBatch {
+  return {
+    tokenIds: Int32Array.from({ length: T }, (_, i) => (i * 104729 + 7) % vocab),
     seqs: [
       {
         numCached: 0,
@@ -143,6 +140,29 @@ async function timePrefill(
     pageSize: PAGE,
     logitsFor: 'last',
   };
+}
+
+/** Median host time of 3 prefills after one untimed. */
+async function hostPrefillMs(model: MiniMaxM3Model, kv: KvCache, T: number): Promise<number> {
+  const batch = prefillBatch(T, model.cfg.vocabSize);
+  await model.forward(batch, kv);
+  const ms: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    const t0 = performance.now();
+    await model.forward(batch, kv);
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+async function timePrefill(
+  gpu: CudaBackend,
+  model: MiniMaxM3Model,
+  kv: KvCache,
+  T: number,
+  ceil: Ceilings,
+): Promise<Record<string, number>> {
+  const batch = prefillBatch(T, model.cfg.vocabSize);
   await model.forward(batch, kv);
   const tl = await profileTimeline(gpu, () => model.forward(batch, kv));
   console.log(
@@ -274,6 +294,17 @@ async function runPass(s: Setup, quantization: string, weights: ModelWeights): P
     );
     prefills.push(prefill);
   }
+  for (const n of arg('moe-lanes', '')
+    .split(',')
+    .map(Number)
+    .filter((x) => x > 0)) {
+    setMoeLanes(n);
+    for (const T of s.prefillTs)
+      console.log(
+        `prefill ${T}, ${n} MoE lanes: ${(await hostPrefillMs(model, kv, T)).toFixed(1)} ms`,
+      );
+  }
+  setMoeLanes(4);
   const rows: DecodeRow[] = [];
   for (const B of s.batches) {
     const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil, linearBytes);

@@ -97,7 +97,14 @@ export interface ExpertOperands {
  * copy bandwidth (lead's W1 profile, 2026-12-02: MoE 5.91 ms at 2,048 tokens against 3.47 ms
  * for reading 14.6 GB once).
  */
-const MOE_LANES = 4;
+let moeLanes = 4;
+
+/** Sets the lane count (benchmarks compare counts in one process: bench:gpu --moe-lanes). */
+export function setMoeLanes(n: number): void {
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`MoE lanes must be a positive integer, not ${n}`);
+  moeLanes = n;
+}
 
 /** Rows per expert, read from the device (waits for the stream). */
 function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
@@ -199,7 +206,7 @@ function forExperts(
       if (off[e + 1]! > off[e]!) each((...a) => gemm.gemm(...a), e);
     return;
   }
-  const lanes = gemm.fork(MOE_LANES);
+  const lanes = gemm.fork(moeLanes);
   for (const { e, lane } of laneOrder(off, lanes.count)) each((...a) => lanes.gemm(lane, ...a), e);
   lanes.join();
 }
