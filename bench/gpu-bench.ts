@@ -361,7 +361,10 @@ async function main(): Promise<void> {
   const out = arg('out', process.env['OUT'] ?? '.');
   const numMoe = Number(arg('moe-layers', '5'));
   const context = Number(arg('context', '1024'));
-  const batches = arg('batches', '1,8,32,64,128').split(',').map(Number);
+  const batches = arg('batches', '1,8,32,64,128')
+    .split(',')
+    .map(Number)
+    .filter((b) => b > 0); // --batches 0: prefill only
   const prefillTs = arg('prefill', '2048').split(',').map(Number);
   const prefillAttention = arg('prefill-attention', 'tensor-cores');
   if (
@@ -395,7 +398,7 @@ async function main(): Promise<void> {
     `built ${cfg.numLayers}-layer real-dimension weights on the GPU in ${(performance.now() - t0).toFixed(0)} ms; ${(gpu.dev.bytesAllocated / 2 ** 30).toFixed(1)} GiB allocated`,
   );
   const pagesPerSeq = Math.ceil((context + 1) / PAGE);
-  const maxB = Math.max(...batches);
+  const maxB = Math.max(0, ...batches);
   const kv = allocKvCache(
     gpu,
     cfg,
