@@ -4,7 +4,8 @@
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
  *        [--prefill-attention tensor-cores|mma-sync|scalar] [--quantization fp8 | none,fp8]
- *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--moe-lanes 6,8]
+ *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--attention-ws]
+ *        [--moe-lanes 6,8]
  * The prefill rows print the whole per-op profile, its sum, the device span and the largest
  * gaps between ops (where host time goes that no op accounts for). --attention-alone times
  * dense prefill attention alone per kernel first (prefill-attention-time.ts); --moe-lanes times
@@ -365,7 +366,10 @@ async function main(): Promise<void> {
     .split(',')
     .map(Number)
     .filter((b) => b > 0); // --batches 0: prefill only
-  const prefillTs = arg('prefill', '2048').split(',').map(Number);
+  const prefillTs = arg('prefill', '2048')
+    .split(',')
+    .map(Number)
+    .filter((t) => t > 0); // --prefill 0: none
   const prefillAttention = arg('prefill-attention', 'tensor-cores');
   if (
     prefillAttention !== 'tensor-cores' &&
@@ -382,7 +386,11 @@ async function main(): Promise<void> {
     .split(',')
     .map(Number)
     .filter((n) => n > 0)) {
-    const r = timePrefillAttention(gpu, cfg, T);
+    const r = timePrefillAttention(gpu, cfg, T, process.argv.includes('--attention-ws'));
+    if (r['rel_ws_wg'] !== undefined)
+      console.log(
+        `attention FA_WS T=${T}: dense ${r['ms_ws']!.toFixed(3)} ms (wg ${r['ms_wg']!.toFixed(3)}), sparse ${r['ms_sparse_ws']!.toFixed(3)} ms (wg ${r['ms_sparse_wg']!.toFixed(3)}); outputs vs wg ${r['rel_ws_wg']!.toExponential(2)} / ${r['rel_sparse_ws_wg']!.toExponential(2)}`,
+      );
     const sp = timeSparseAttention(gpu, cfg, T);
     console.log(
       `attention alone T=${T}: ${KERNEL_KEYS.map((key) => `${key} ${(r[`ms_${key}`] ?? 0).toFixed(3)} ms (${(r[`tflops_${key}`] ?? 0).toFixed(0)} TFLOP/s)`).join(', ')}; ` +
@@ -403,7 +411,7 @@ async function main(): Promise<void> {
     gpu,
     cfg,
     { tpRank: 0, tpSize: 1 },
-    1 + Math.max(maxB * pagesPerSeq, Math.ceil(Math.max(...prefillTs) / PAGE)),
+    1 + Math.max(maxB * pagesPerSeq, Math.ceil(Math.max(0, ...prefillTs) / PAGE)),
     PAGE,
     kvCacheDtype,
   );

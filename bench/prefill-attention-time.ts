@@ -9,8 +9,9 @@ import type { CudaBatchMeta } from '../src/backend/cuda/batch-meta.js';
 import type { CudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { ForwardBatch } from '../src/backend/forward-batch.js';
 import type { ModelConfig } from '../src/config/model-config.js';
-import { median } from '../test/gpu/check-util.js';
+import { median, relErr } from '../test/gpu/check-util.js';
 import { causalAttentionFlops } from './prefill-flops.js';
+import { randomSelection } from './sparse-attention-time.js';
 
 const PAGE = 128;
 
@@ -22,14 +23,19 @@ export const TILINGS: readonly PrefillTiling[] = [
   { heads: 1, mTiles: 1 },
 ];
 export const tilingKey = (t: PrefillTiling): string => `h${t.heads}m${t.mTiles}`;
-/** Column keys of a row: the mma.sync tilings, then wg. */
-export const KERNEL_KEYS: readonly string[] = [...TILINGS.map(tilingKey), 'wg'];
+/** Column keys of a row: the mma.sync tilings, then wg (and ws: wg with FA_WS, when asked). */
+export const KERNEL_KEYS: readonly string[] = [...TILINGS.map(tilingKey), 'wg', 'ws'];
 
-/** ms_<key> and tflops_<key> for every kernel of KERNEL_KEYS at T tokens. */
+/**
+ * ms_<key> and tflops_<key> for every kernel of KERNEL_KEYS at T tokens; with `loaderWarp`
+ * also the wgmma kernel's FA_WS variant, dense and MSA-sparse over a random selection
+ * (ms_sparse_wg, ms_sparse_ws), and how far its outputs are from the plain kernel's.
+ */
 export function timePrefillAttention(
   gpu: CudaBackend,
   cfg: ModelConfig,
   T: number,
+  loaderWarp = false,
 ): Record<string, number> {
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = cfg;
   const pages = Math.ceil(T / PAGE);
@@ -71,8 +77,24 @@ export function timePrefillAttention(
   };
   for (const t of TILINGS)
     time(tilingKey(t), () => attentionPrefill(gpu.ctx, o, q, k, v, meta, opts, t));
-  if (wgPrefillFits(gpu.ctx, k, opts))
+  if (wgPrefillFits(gpu.ctx, k, opts)) {
     time('wg', () => attentionPrefillWg(gpu.ctx, o, q, k, v, meta, opts));
+    if (loaderWarp) {
+      const wg = gpu.readF32(o);
+      time('ws', () => attentionPrefillWg(gpu.ctx, o, q, k, v, meta, opts, { loaderWarp }));
+      row['rel_ws_wg'] = relErr(gpu.readF32(o), wg);
+      const topk = cfg.sparse?.topkBlocks ?? 16;
+      const blocks = gpu.upload(randomSelection(T, Hkv, topk, 5), [Hkv, T, topk], 'i32');
+      const sparse = { ...opts, blocks };
+      time('sparse_wg', () => attentionPrefillWg(gpu.ctx, o, q, k, v, meta, sparse));
+      const sw = gpu.readF32(o);
+      time('sparse_ws', () =>
+        attentionPrefillWg(gpu.ctx, o, q, k, v, meta, sparse, { loaderWarp }),
+      );
+      row['rel_sparse_ws_wg'] = relErr(gpu.readF32(o), sw);
+      gpu.free(blocks);
+    }
+  }
   for (const t of [q, k, v, o]) gpu.free(t);
   return row;
 }

@@ -177,7 +177,7 @@ function wgVRows(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
     }
   const rows: Row[] = [];
   for (const vSwap of [false, true]) {
-    attentionPrefillWg(gpu.ctx, o, q, k, v, meta, OPTS, vSwap);
+    attentionPrefillWg(gpu.ctx, o, q, k, v, meta, OPTS, { vSwap });
     const e = relErr(gpu.readF32(o), want);
     rows.push({
       check: `  wgmma kernel, every V row equal: output = that row${vSwap ? ' (FA_VSWAP 1: diagnostic)' : ''}`,

@@ -41,10 +41,17 @@ export function wgPrefillFits(
   );
 }
 
+/** Variants of the kernel for the GPU check and benches (defaults: neither). */
+export interface WgVariant {
+  /** FA_VSWAP: the other reading of V's descriptor strides (a diagnostic). */
+  readonly vSwap?: boolean;
+  /** FA_WS: a ninth warp loads K/V, mbarriers hand stages to the consumers. */
+  readonly loaderWarp?: boolean;
+}
+
 /**
  * Causal bf16 attention of a prefill batch (kernels/attention-prefill-wg.cu): dense, or with
- * `o.blocks` MSA-sparse. `vSwap` selects the other reading of V's descriptor strides
- * (FA_VSWAP, a diagnostic of the GPU check only).
+ * `o.blocks` MSA-sparse.
  */
 export function attentionPrefillWg(
   ctx: OpContext,
@@ -54,7 +61,7 @@ export function attentionPrefillWg(
   v: Tensor,
   meta: CudaBatchMeta,
   o: AttentionOptions,
-  vSwap = false,
+  variant: WgVariant = {},
 ): void {
   const T = meta.numTokens;
   const { numHeads: H, numKvHeads: Hkv, headDim: Dh } = o;
@@ -74,9 +81,13 @@ export function attentionPrefillWg(
     'attention_prefill_wg',
     {
       grid: [H, Math.ceil(T / ROWS), 1],
-      block: [256, 1, 1],
+      block: [variant.loaderWarp ? 288 : 256, 1, 1],
       smem: STAGE_SMEM + bitmapSmem(nbw),
-      defines: { FA_VSWAP: vSwap ? 1 : 0, FA_SPARSE: sparse ? 1 : 0 },
+      defines: {
+        FA_VSWAP: variant.vSwap ? 1 : 0,
+        FA_SPARSE: sparse ? 1 : 0,
+        FA_WS: variant.loaderWarp ? 1 : 0,
+      },
     },
     {
       out: qo.ptr,

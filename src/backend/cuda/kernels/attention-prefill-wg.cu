@@ -50,6 +50,12 @@ constexpr float LOG2E = 1.4426950408889634f;
 #ifndef FA_SPARSE
 #define FA_SPARSE 0
 #endif
+#ifndef FA_WS
+#define FA_WS 0
+#endif
+// FA_WS 1: a ninth warp loads the K/V tiles and mbarriers hand stages between it and the
+// consumers, so the two warpgroups need not meet at a block barrier every tile.
+constexpr int ALL_THREADS = THREADS + (FA_WS ? 32 : 0);
 // V's descriptor strides (FA_VSWAP 1 swaps them: the other reading of the PTX table).
 constexpr unsigned V_LBO = FA_VSWAP ? 128 : 2048, V_SBO = FA_VSWAP ? 2048 : 128;
 
@@ -109,13 +115,18 @@ __device__ __forceinline__ void fence_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-/** Keys kt..kt+127 of one page-table row (S a multiple of 128: one page) into K and V tiles. */
+/**
+ * Keys kt..kt+127 of one page-table row (S a multiple of 128: one page) into K and V tiles,
+ * by NT loading threads of which this is thread t.
+ */
+template <int NT_>
 __device__ __forceinline__ void load_tile(unsigned char* ks, unsigned char* vs, const bf16_t* kc,
                                           const bf16_t* vc, const int* pt, int kt, int hi,
-                                          int S, int W, int col) {
+                                          int S, int W, int col, int t) {
   const long long base = ((long long)pt[kt / S] * S + kt % S) * W + col;
 #pragma unroll
-  for (int i = threadIdx.x; i < BN * CHUNKS; i += THREADS) {
+  for (int i0 = 0; i0 < BN * CHUNKS; i0 += NT_) {
+    const int i = i0 + t;
     const int j = (i >> 7) * 8 + (i & 7), c = (i >> 3) & (CHUNKS - 1);
     const bool ok = kt + j < hi;
     const long long off = ok ? base + (long long)j * W + c * 8 : 0;
@@ -123,6 +134,27 @@ __device__ __forceinline__ void load_tile(unsigned char* ks, unsigned char* vs, 
     cp_async16(vs + i * 16, vc + off, ok);
   }
 }
+
+#if FA_WS
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
+}
+/** Waits until phase `parity` of the barrier has completed. */
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT;\n}\n" ::"r"(smem_u32(b)),
+      "r"(parity)
+      : "memory");
+}
+#endif
 
 /** Two floats rounded to bf16 (nearest even, as pack2) by one cvt: lo in the low half. */
 __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
@@ -203,7 +235,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[BN / 8][4], float (&o)[N
 }
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
+extern "C" __global__ void __launch_bounds__(ALL_THREADS, 1) attention_prefill_wg(
     bf16_t* out, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int S,
     float scale, float vScale, const int* blocks, int topk, int nbw) {
@@ -220,17 +252,19 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
   const int qr = lane >> 2, qc = (lane & 3) * 2;
   const int wr = wg * 64 + (warp & 3) * 16;  // this warp's first row in the block
   const int nrows = min(BM, T - t0);
-  for (int i = tid; i < BM; i += THREADS) {
+  for (int i = tid; i < BM; i += ALL_THREADS) {
     rowPos[i] = i < nrows ? positions[t0 + i] : -1;
     rowSeq[i] = i < nrows ? seqOfToken[t0 + i] : -1;
   }
-  for (int i = tid; i < BM * CHUNKS; i += THREADS) {
+  for (int i = tid; i < BM * CHUNKS; i += ALL_THREADS) {
     const int r = (i >> 7) * 8 + (i & 7), c = (i >> 3) & (CHUNKS - 1);
     const bool ok = r < nrows;
     cp_async16(sq + i * 16, q + (ok ? (long long)(t0 + r) * H * DH + (long long)h * DH + c * 8 : 0),
                ok);
   }
   cp_commit();
+  cp_wait<0>();
+  fence_async_smem();  // Q, read by wgmma, is complete before the barrier below
   float o[NT][4];
 #pragma unroll
   for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
@@ -251,19 +285,29 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
 #else
   (void)blocks, (void)topk, (void)nbw;
 #endif
+#if FA_WS
+  // full[s]: the loader's 32 threads arrive once their copies into stage s landed; empty[s]:
+  // the 256 consumers arrive once their MMAs reading stage s are done. `it` counts tiles over
+  // all runs (the same sequence on both sides): tile it uses stage it % 3 in phase it / 3.
+  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
+  if (tid == 0)
+    for (int i = 0; i < STAGES; i++) mbar_init(bars + i, 32), mbar_init(bars + STAGES + i, THREADS);
+  const bool loader = warp == THREADS / 32;
+  int it = 0;
+#endif
   __syncthreads();
 
   for (int a = 0; a < nrows;) {
     const int seq = rowSeq[a];
     int b = a + 1, hi = rowPos[a] + 1;
     while (b < nrows && rowSeq[b] == seq) hi = max(hi, rowPos[b] + 1), b++;
-    const int r0 = wr + qr, r1 = r0 + 8;
+    const int r0 = min(wr + qr, BM - 9), r1 = r0 + 8;  // (clamped for the loader warp)
     const int p0 = (r0 >= a && r0 < b) ? rowPos[r0] : -1;
     const int p1 = (r1 >= a && r1 < b) ? rowPos[r1] : -1;
     // The warpgroup's last and first position in the run (rows outside it count as -1): it
     // issues its MMAs together, so it skips a tile only when none of its rows sees it.
     int gmax = -1, gmin = 1 << 30;
-    for (int r = wg * 64; r < wg * 64 + 64; r++) {
+    for (int r = wg * 64; r < min(wg * 64 + 64, BM); r++) {
       const int p = (r >= a && r < b) ? rowPos[r] : -1;
       gmax = max(gmax, p);
       gmin = min(gmin, p);
@@ -274,9 +318,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
 #if FA_SPARSE
     // The run's selections as bitmaps: blocks b < 0 (absent) and past a row's position
     // skipped, as attention-prefill.cu and the decode kernel skip them.
-    for (int i = tid; i < (BM + 2) * nbw; i += THREADS) rowBits[i] = 0u;
+    for (int i = tid; i < (BM + 2) * nbw; i += ALL_THREADS) rowBits[i] = 0u;
     __syncthreads();
-    for (int i = tid; i < (b - a) * topk; i += THREADS) {
+    for (int i = tid; i < (b - a) * topk; i += ALL_THREADS) {
       const int r = a + i / topk;
       const int blk = blocks[((long long)g * T + t0 + r) * topk + i % topk];
       if (blk < 0 || blk >= 32 * nbw || (long long)blk * S > rowPos[r]) continue;
@@ -285,15 +329,47 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
     }
     __syncthreads();
     const int first = next_tile(wgBits, wgBits + nbw, 0, hi, S);
+#define NEXT_TILE(kt) next_tile(wgBits, wgBits + nbw, (kt) + BN, hi, S)
 #else
     const int first = 0;
+#define NEXT_TILE(kt) ((kt) + BN)
 #endif
-    if (first < hi) load_tile(sk, sk + TILE_BYTES, kc, vc, pt, first, hi, S, W, col);
+#if FA_WS
+    if (loader) {
+      // Stage it % 3 is refilled once every consumer is done with tile it - 3; the arrival on
+      // full for a tile comes after the next tile's copies are issued (two in flight).
+      int prev = -1;
+      for (int kt = first; kt < hi; kt = NEXT_TILE(kt)) {
+        const int st = it % STAGES;
+        if (it >= STAGES) mbar_wait(bars + STAGES + st, (it / STAGES - 1) & 1);
+        unsigned char* ks = sk + st * 2 * TILE_BYTES;
+        load_tile<32>(ks, ks + TILE_BYTES, kc, vc, pt, kt, hi, S, W, col, lane);
+        cp_commit();
+        if (prev >= 0) {
+          cp_wait<1>();
+          fence_async_smem();
+          mbar_arrive(bars + prev);
+        }
+        prev = st;
+        it++;
+      }
+      if (prev >= 0) {
+        cp_wait<0>();
+        fence_async_smem();
+        mbar_arrive(bars + prev);
+      }
+      a = b;
+      continue;
+    }
+    int prev = -1;
+#else
+    if (first < hi) load_tile<THREADS>(sk, sk + TILE_BYTES, kc, vc, pt, first, hi, S, W, col, tid);
     cp_commit();
     int st = 0;
+#endif
     for (int kt = first; kt < hi;) {
+      const int nk = NEXT_TILE(kt);
 #if FA_SPARSE
-      const int nk = next_tile(wgBits, wgBits + nbw, kt + BN, hi, S);
       const int bb = kt / S;
       const bool seen = kt <= gmax && ((wgBits[wg * nbw + (bb >> 5)] >> (bb & 31)) & 1u);
       // This tile's positions per row: -1 where the row did not select its block.
@@ -301,11 +377,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
       const int e1 = ((rowBits[r1 * nbw + (bb >> 5)] >> (bb & 31)) & 1u) ? p1 : -1;
       const bool whole = false;
 #else
-      const int nk = kt + BN;
       const bool seen = kt <= gmax;
       const int e0 = p0, e1 = p1;
       const bool whole = kt + BN - 1 <= gmin;
 #endif
+#if FA_WS
+      const int st = it % STAGES;
+      mbar_wait(bars + st, (it / STAGES) & 1);
+#else
       cp_wait<0>();
       fence_async_smem();
       // Past it: tile kt (and Q) landed for every thread, and every warpgroup has waited for
@@ -313,9 +392,10 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
       __syncthreads();
       const int nx = st + 1 == STAGES ? 0 : st + 1;
       if (nk < hi)
-        load_tile(sk + nx * 2 * TILE_BYTES, sk + nx * 2 * TILE_BYTES + TILE_BYTES, kc, vc, pt, nk,
-                  hi, S, W, col);
+        load_tile<THREADS>(sk + nx * 2 * TILE_BYTES, sk + nx * 2 * TILE_BYTES + TILE_BYTES, kc,
+                           vc, pt, nk, hi, S, W, col, tid);
       cp_commit();
+#endif
       const unsigned char* ks = sk + st * 2 * TILE_BYTES;
       const unsigned char* vs = ks + TILE_BYTES;
       if (seen) {
@@ -328,6 +408,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
         fence_regs(sf);
         fence_regs(&o[0][0]);
         fence_frags(pa);
+#if FA_WS
+        if (prev >= 0) mbar_arrive(bars + STAGES + prev);  // its P.V is done
+#endif
         softmax_tile(s, o, m, l, kt, e0, e1, whole, sl2, qc);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) {
@@ -345,16 +428,32 @@ extern "C" __global__ void __launch_bounds__(THREADS) attention_prefill_wg(
         wg_wait0();  // keeps the promise above for tiles this warpgroup skips
         fence_regs(&o[0][0]);
         fence_frags(pa);
+#if FA_WS
+        if (prev >= 0) mbar_arrive(bars + STAGES + prev);
+#endif
       }
+#if FA_WS
+      prev = st;
+      it++;
+#else
       st = nx;
+#endif
       kt = nk;
     }
     wg_wait0();
     fence_regs(&o[0][0]);
     fence_frags(pa);
+#if FA_WS
+    if (prev >= 0) mbar_arrive(bars + STAGES + prev);
+#else
     cp_wait<0>();
+#endif
+#undef NEXT_TILE
     a = b;
   }
+#if FA_WS
+  if (loader) return;
+#endif
   // Rows with no visible key (none in practice: a token sees itself) give 0.
   const int r0 = wr + qr, r1 = r0 + 8;
 #pragma unroll
