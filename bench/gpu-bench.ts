@@ -3,7 +3,7 @@
  * test/gpu/real-model.ts): correctness against the CPU backend, then prefill and decode timings.
  *   node dist/gpu/bench/gpu-bench.js [--moe-layers 5] [--prompt 8] [--context 1024]
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
- *        [--prefill-attention tensor-cores|mma-sync|scalar] [--quantization fp8 | none,fp8]
+ *        [--prefill-attention tensor-cores|wgmma|scalar] [--quantization fp8 | none,fp8]
  *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--attention-ws]
  *        [--moe-lanes 6,8]
  * The prefill rows print the whole per-op profile, its sum, the device span and the largest
@@ -373,11 +373,11 @@ async function main(): Promise<void> {
   const prefillAttention = arg('prefill-attention', 'tensor-cores');
   if (
     prefillAttention !== 'tensor-cores' &&
-    prefillAttention !== 'mma-sync' &&
+    prefillAttention !== 'wgmma' &&
     prefillAttention !== 'scalar'
   )
     throw new Error(
-      `--prefill-attention must be tensor-cores, mma-sync or scalar, not ${prefillAttention}`,
+      `--prefill-attention must be tensor-cores, wgmma or scalar, not ${prefillAttention}`,
     );
   const gpu = await createCudaBackend({ prefillAttention });
   const ceil = smoke(gpu);
@@ -394,7 +394,7 @@ async function main(): Promise<void> {
     const sp = timeSparseAttention(gpu, cfg, T);
     console.log(
       `attention alone T=${T}: ${KERNEL_KEYS.map((key) => `${key} ${(r[`ms_${key}`] ?? 0).toFixed(3)} ms (${(r[`tflops_${key}`] ?? 0).toFixed(0)} TFLOP/s)`).join(', ')}; ` +
-        `MSA-sparse (random top-${cfg.sparse?.topkBlocks ?? 16}) default ${sp.ms_sparse_default.toFixed(3)} ms, mma.sync ${sp.ms_sparse_mma_sync.toFixed(3)} ms, decode kernel ${sp.ms_sparse_decode_kernel.toFixed(3)} ms`,
+        `MSA-sparse (random top-${cfg.sparse?.topkBlocks ?? 16}) default ${sp.ms_sparse_default.toFixed(3)} ms, wgmma ${sp.ms_sparse_wgmma.toFixed(3)} ms, decode kernel ${sp.ms_sparse_decode_kernel.toFixed(3)} ms`,
     );
   }
   const t0 = performance.now();

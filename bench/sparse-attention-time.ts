@@ -3,9 +3,9 @@
  * selecting its own block and (where it has more than top-k candidates) top-k - 1 random earlier
  * blocks of 128 keys, per KV head: the near-random selection of random weights, where a query
  * tile's union of selections covers almost every block. Times the kernel the backend picks
- * (attention-ops.ts: the prefill kernel's sparse form up to SPARSE_PREFILL_MAX_KEYS, wgmma on
- * sm_90) against the mma.sync prefill kernel's sparse form and the decode kernel (one token per
- * block) on the same data, CUDA events, median of 3.
+ * (attention-ops.ts: the prefill kernel's sparse form up to SPARSE_PREFILL_MAX_KEYS) against the
+ * wgmma prefill kernel's sparse form ('wgmma') and the decode kernel (one token per block) on the
+ * same data, CUDA events, median of 3.
  */
 import { attentionDecode } from '../src/backend/cuda/attention-decode.js';
 import { attention } from '../src/backend/cuda/attention-ops.js';
@@ -42,8 +42,8 @@ export interface SparseAttentionTimes {
   readonly tokens: number;
   /** The kernel attention-ops.ts routes the batch to. */
   readonly ms_sparse_default: number;
-  /** The mma.sync prefill kernel's sparse form (attention-ops 'mma-sync'). */
-  readonly ms_sparse_mma_sync: number;
+  /** The wgmma prefill kernel's sparse form (attention-ops 'wgmma'). */
+  readonly ms_sparse_wgmma: number;
   readonly ms_sparse_decode_kernel: number;
   /** ‖routed − decode kernel‖ / ‖decode kernel‖ on these inputs (both bf16 outputs). */
   readonly rel_diff_sparse: number;
@@ -88,12 +88,12 @@ export function timeSparseAttention(
   };
   const msDefault = time(() => attention(gpu.ctx, o, q, k, v, meta, opts));
   const routed = gpu.readF32(o);
-  const msMmaSync = time(() => attention(gpu.ctx, o, q, k, v, meta, opts, 'mma-sync'));
+  const msWgmma = time(() => attention(gpu.ctx, o, q, k, v, meta, opts, 'wgmma'));
   const msDecode = time(() => attentionDecode(gpu.ctx, { qo: o, qi: q, kc: k, vc: v }, meta, opts));
   const row = {
     tokens: T,
     ms_sparse_default: msDefault,
-    ms_sparse_mma_sync: msMmaSync,
+    ms_sparse_wgmma: msWgmma,
     ms_sparse_decode_kernel: msDecode,
     rel_diff_sparse: relErr(routed, gpu.readF32(o)),
   };

@@ -1,6 +1,6 @@
 /**
- * The tensor-core prefill attention kernels (kernels/attention-prefill-wg.cu, the wgmma default
- * at these shapes on sm_90, and kernels/attention-prefill.cu's mma.sync) on random bf16 data,
+ * The tensor-core prefill attention kernels (kernels/attention-prefill.cu's mma.sync, the
+ * default, and kernels/attention-prefill-wg.cu's wgmma, 'wgmma') on random bf16 data,
  * MiniMax-M3 shapes (64 query heads, 4 KV heads, Dh 128, page size 128), over shuffled pages:
  * against the CPU backend on a chunked-prefill batch of four sequences (cached context, 64-row
  * tiles spanning sequences, a one-token sequence), and against the scalar CUDA kernel (itself
@@ -133,8 +133,8 @@ function sparseAsDenseRows(cpu: Backend, gpu: CudaBackend): Row[] {
 }
 
 /**
- * Tensor-core output (through the Backend: the wgmma kernel where it fits), the mma.sync
- * kernel's and the scalar kernel's on the same device data.
+ * The wgmma kernel's output ('wgmma'), the mma.sync kernel's (the Backend's default) and the
+ * scalar kernel's on the same device data.
  */
 function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inputs>) {
   const T = batch.tokenIds.length;
@@ -143,9 +143,9 @@ function runBoth(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
   const k = gpu.upload(x.k, [P, S, HKV * DH], 'bf16');
   const v = gpu.upload(x.v, [P, S, HKV * DH], 'bf16');
   const o = gpu.alloc([T, H * DH], 'bf16');
-  gpu.attention(o, q, k, v, meta, OPTS);
+  attention(gpu.ctx, o, q, k, v, meta, OPTS, 'wgmma');
   const mma = gpu.readF32(o);
-  attention(gpu.ctx, o, q, k, v, meta, OPTS, 'mma-sync');
+  gpu.attention(o, q, k, v, meta, OPTS);
   const mmaSync = gpu.readF32(o);
   attention(gpu.ctx, o, q, k, v, meta, OPTS, 'scalar');
   const out = { mma, mmaSync, scalar: gpu.readF32(o) };
@@ -190,10 +190,10 @@ function wgVRows(gpu: CudaBackend, batch: ForwardBatch, x: ReturnType<typeof inp
   return rows;
 }
 
-/** `gpu` with attention on the mma.sync prefill kernels (attention-ops 'mma-sync'). */
-function mmaSyncBackend(gpu: CudaBackend): Backend {
+/** `gpu` with attention on the wgmma prefill kernel (attention-ops 'wgmma'). */
+function wgmmaBackend(gpu: CudaBackend): Backend {
   const attend: Backend['attention'] = (o, q, k, v, meta, opts) =>
-    attention(gpu.ctx, o, q, k, v, meta as CudaBatchMeta, opts, 'mma-sync');
+    attention(gpu.ctx, o, q, k, v, meta as CudaBatchMeta, opts, 'wgmma');
   return Object.create(gpu, { attention: { value: attend } }) as Backend;
 }
 
@@ -220,7 +220,7 @@ function randomBlocks(batch: ForwardBatch, topk: number, seed: number): Int32Arr
 
 /**
  * MSA-sparse prefill at top-4 of 128-key blocks (contexts of up to 13 blocks, random
- * selections): the wgmma kernel's sparse form (the default here) and the mma.sync one against
+ * selections): the wgmma kernel's sparse form and the mma.sync one (the default) against
  * the CPU; a 2,048-token one against each other.
  */
 function wgSparseRows(cpu: Backend, gpu: CudaBackend): Row[] {
@@ -232,18 +232,15 @@ function wgSparseRows(cpu: Backend, gpu: CudaBackend): Row[] {
   const x = inputs(batch.tokenIds.length, 80);
   const blocks = randomBlocks(batch, 4, 81);
   const ref = run(cpu, batch, x, blocks);
-  const wg = run(gpu, batch, x, blocks);
-  const mma = run(mmaSyncBackend(gpu), batch, x, blocks);
+  const wg = run(wgmmaBackend(gpu), batch, x, blocks);
+  const mma = run(gpu, batch, x, blocks);
   const differ = countDiff(new Int32Array(wg.buffer), new Int32Array(mma.buffer));
   const big = batchOf([{ numCached: 0, numNew: 2048 }]);
   const y = inputs(2048, 82);
   const bigBlocks = randomBlocks(big, 4, 83);
-  const bigWg = run(gpu, big, y, bigBlocks);
+  const bigWg = run(wgmmaBackend(gpu), big, y, bigBlocks);
   return [
-    row(
-      'MSA-sparse prefill, top-4 random (T=464, chunked): default (wgmma) vs CPU',
-      relErr(wg, ref),
-    ),
+    row('MSA-sparse prefill, top-4 random (T=464, chunked): wgmma vs CPU', relErr(wg, ref)),
     row('  worst (token, head) row', worst(wg, ref), WORST_LIMIT),
     row('MSA-sparse prefill, same batch: mma.sync vs CPU', relErr(mma, ref)),
     {
@@ -254,7 +251,7 @@ function wgSparseRows(cpu: Backend, gpu: CudaBackend): Row[] {
     },
     row(
       'MSA-sparse prefill, top-4 random, T=2048: wgmma vs mma.sync',
-      relErr(bigWg, run(mmaSyncBackend(gpu), big, y, bigBlocks)),
+      relErr(bigWg, run(gpu, big, y, bigBlocks)),
     ),
   ];
 }
@@ -298,16 +295,13 @@ export function checkPrefillAttention(cpu: Backend, gpu: CudaBackend): Row[] {
   const ref = run(cpu, chunked, x);
   const both = runBoth(gpu, chunked, x);
   rows.push(
-    row(
-      'prefill attention TC default (wgmma) vs CPU (4 seqs, chunked, T=401)',
-      relErr(both.mma, ref),
-    ),
+    row('prefill attention TC wgmma vs CPU (4 seqs, chunked, T=401)', relErr(both.mma, ref)),
   );
   rows.push(row('  worst (token, head) row', worst(both.mma, ref), WORST_LIMIT));
   rows.push(row('prefill attention mma.sync vs CPU (same batch)', relErr(both.mmaSync, ref)));
   rows.push(row('  worst (token, head) row', worst(both.mmaSync, ref), WORST_LIMIT));
   rows.push(row('prefill attention scalar vs CPU (same batch)', relErr(both.scalar, ref)));
-  // The default is the wgmma kernel here (sm_90): its sums run in another order than mma.sync's.
+  // The wgmma kernel's sums run in another order than mma.sync's (no silent fallback).
   const wgRan = countDiff(new Int32Array(both.mma.buffer), new Int32Array(both.mmaSync.buffer));
   rows.push({
     check: 'prefill attention: the wgmma kernel ran (bits differ from mma.sync)',

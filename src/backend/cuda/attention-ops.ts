@@ -18,13 +18,13 @@ function pow2AtLeast(n: number, max: number, what: string): number {
 }
 
 /**
- * Which kernels take bf16 attention: the tensor-core ones (dense prefill on
- * kernels/attention-prefill-wg.cu's wgmma where it fits, else kernels/attention-prefill.cu's
- * mma.sync; kernels/attention-decode.cu for decode and long MSA-sparse batches), 'mma-sync' the
- * same with dense prefill always on attention-prefill.cu (for comparisons), or the scalar
- * kernels/attention.cu for every batch (the comparison the GPU checks make).
+ * Which kernels take bf16 attention: the tensor-core ones (prefill on
+ * kernels/attention-prefill.cu's mma.sync, kernels/attention-decode.cu for decode and long
+ * MSA-sparse batches), 'wgmma' the same with prefill on kernels/attention-prefill-wg.cu's
+ * Hopper warpgroup MMA where it fits (opt-in until measured and checked on a GPU), or the
+ * scalar kernels/attention.cu for every batch (the comparison the GPU checks make).
  */
-export type PrefillAttention = 'tensor-cores' | 'mma-sync' | 'scalar';
+export type PrefillAttention = 'tensor-cores' | 'wgmma' | 'scalar';
 
 /**
  * Batches averaging at least this many tokens per sequence (prefill chunks) go to the
@@ -66,13 +66,13 @@ export function attention(
     T >= PREFILL_TOKENS_PER_SEQ * meta.numSeqs;
   if (prefillShaped && (!o.blocks || sparseIsDense(ctx, meta, o, k))) {
     const dense = { ...o, blocks: null };
-    if (prefill === 'tensor-cores' && wgPrefillFits(ctx, k, o))
+    if (prefill === 'wgmma' && wgPrefillFits(ctx, k, o))
       attentionPrefillWg(ctx, out, q, k, v, meta, dense);
     else attentionPrefill(ctx, out, q, k, v, meta, dense);
     return;
   }
   if (prefillShaped && sparsePrefillFits(ctx, meta, o, k)) {
-    if (prefill === 'tensor-cores' && wgPrefillFits(ctx, k, o, meta.pageStride))
+    if (prefill === 'wgmma' && wgPrefillFits(ctx, k, o, meta.pageStride))
       attentionPrefillWg(ctx, out, q, k, v, meta, o);
     else attentionPrefill(ctx, out, q, k, v, meta, o);
     return;
