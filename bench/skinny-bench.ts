@@ -5,7 +5,8 @@
  * registers (w8a16), on the E4M3 tensor cores (q8; its time includes splitting x) and
  * widened to f16 by the hardware conversion (h8; its time includes scaling x to f16).
  *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8]
- *        [--moe-tokens 8,64,512,2048] [--out DIR]
+ *        [--moe-tokens 8,64,512,2048 | none] [--kinds all | cublas,w8a16,h8,v8,...]
+ *        [--v8-warps 1,2,4,8] [--shapes lm_head,q_proj,...] [--out DIR]
  * and the MoE op at the real expert shape: tile kernels vs per-expert cuBLAS, bf16 and FP8.
  * Writes skinny-bench.json under --out (default $OUT or .).
  */
@@ -24,6 +25,7 @@ import {
   skinnySplits,
 } from '../src/backend/cuda/skinny-gemm.js';
 import type { SkinnyWeight } from '../src/backend/cuda/gemm-kernels.js';
+import { fp8Gemv, gemvWarps, GEMV_MAX_M } from '../src/backend/cuda/fp8-gemv.js';
 import { CpuBackend } from '../src/backend/cpu/cpu-backend.js';
 import { moe } from '../src/backend/cuda/moe-ops.js';
 import type { MoeGemmPath } from '../src/backend/cuda/moe-expert-gemm.js';
@@ -133,7 +135,7 @@ function moeBench(gpu: CudaBackend, tokens: number[]): Record<string, number>[] 
     r['bf16 skinny tiles ms'] = +timeMs(gpu, () =>
       moe(gpu.ctx, gpu.gemm, o, x, ids, wts, b16, MO, 'tiles', undefined, 'skinny'),
     ).toFixed(4);
-    for (const k of ['w8a16', 'h8'] as const)
+    for (const k of ['w8a16', 'h8', 'v8'] as const)
       r[`fp8 tiles ${k} ms`] = +timeMs(gpu, () =>
         moe(gpu.ctx, gpu.gemm, o, x, ids, wts, f8, MO, 'tiles', k),
       ).toFixed(4);
@@ -144,6 +146,63 @@ function moeBench(gpu: CudaBackend, tokens: number[]): Record<string, number>[] 
   return out;
 }
 
+/** The FP8 kernels of one shape and batch: w8a16, q8, h8, v8 (GEMV) and their knobs. */
+function fp8Kinds(a: {
+  ctx: CudaBackend['ctx'];
+  put: (key: string, bytes: number, f: (i: number) => void) => void;
+  r: Record<string, number | string>;
+  plan: (k: SkinnyWeight) => string;
+  x: CudaTensor;
+  o: number;
+  w8: CudaFp8Weight[];
+  M: number;
+  N: number;
+  K: number;
+  sweep: number[];
+  v8Warps: number[];
+}): void {
+  const { ctx, put, r, plan, x, o, w8, M, N, K, sweep, v8Warps } = a;
+  const bytes8 = N * K * (1 + 4 / 128);
+  r['w8a16 plan'] = plan('blk');
+  put('w8a16 fp8', bytes8, (i) =>
+    skinnyGemm(ctx, o, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
+  );
+  r['q8 plan'] = plan('q8');
+  put('q8 fp8', bytes8, (i) => skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K));
+  r['h8 plan'] = plan('h8');
+  put('h8 fp8', bytes8, (i) => skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K));
+  put('h8 x scaling alone', M * K * 2, () => skinnyHalfX(ctx, 'bench.x', x.ptr, M, K));
+  for (const h of [32].filter((v) => v < M))
+    put(`w8a16 rows=${h}`, bytes8, (i) =>
+      skinnyGemm(ctx, o, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K, undefined, h),
+    );
+  for (const h of [32, 16].filter((v) => v < M))
+    put(`h8 rows=${h}`, bytes8, (i) =>
+      skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, undefined, h),
+    );
+  for (const S of sweep)
+    put(`h8 S=${S}`, bytes8, (i) =>
+      skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
+    );
+  if (M > GEMV_MAX_M) return;
+  r['v8 warps'] = gemvWarps(ctx.dev.smCount, N, K);
+  put('v8 fp8', bytes8, (i) => skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'v8'), M, N, K));
+  for (const ks of v8Warps)
+    put(`v8 warps=${ks}`, bytes8, (i) =>
+      skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'v8'), M, N, K, ks),
+    );
+  const g = (i: number) => ({ ptr: w8[i]!.ptr, scales: w8[i]!.scales.ptr, group: 128 });
+  for (const [u, prefetch] of [
+    [1, true],
+    [2, true],
+    [4, true],
+    [0, false],
+  ] as const)
+    put(`v8 U=${u || 'default'}${prefetch ? '' : ' no-prefetch'}`, bytes8, (i) =>
+      fp8Gemv(ctx, o, true, x.ptr, g(i), M, N, K, undefined, { u, prefetch }),
+    );
+}
+
 /** One weight shape at every batch: cuBLAS, the skinny kernels (bf16, each FP8 kind), variants. */
 function benchShape(
   gpu: CudaBackend,
@@ -151,6 +210,8 @@ function benchShape(
   shape: [string, number, number],
   batches: number[],
   sweep: number[],
+  kinds: Set<string>,
+  v8Warps: number[],
 ): Record<string, number | string>[] {
   const [name, N, K] = shape;
   const ctx = gpu.ctx;
@@ -168,9 +229,9 @@ function benchShape(
     gpu.fillRandom(x, 3, 1);
     const o = gpu.alloc([M, N], 'f32') as CudaTensor;
     const bytes16 = N * K * 2;
-    const bytes8 = N * K * (1 + 4 / 128);
     const r: Record<string, number | string> = { name, N, K, M, copies: n };
     const put = (key: string, bytes: number, f: (i: number) => void): void => {
+      if (!kinds.has('all') && !kinds.has(key.split(' ')[0]!)) return;
       const ms = timeGraphMs(gpu, n, f);
       r[`${key} ms`] = +ms.toFixed(4);
       r[`${key} %bw`] = Math.round((100 * bytes) / (ms * 1e-3) / bw);
@@ -192,31 +253,7 @@ function benchShape(
     put('skinny bf16 unsliced', bytes16, (i) =>
       skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K, S0, M),
     );
-    r['w8a16 plan'] = plan('blk');
-    put('w8a16 fp8', bytes8, (i) =>
-      skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
-    );
-    r['q8 plan'] = plan('q8');
-    put('q8 fp8', bytes8, (i) =>
-      skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'q8'), M, N, K),
-    );
-    r['h8 plan'] = plan('h8');
-    put('h8 fp8', bytes8, (i) =>
-      skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K),
-    );
-    put('h8 x scaling alone', M * K * 2, () => skinnyHalfX(ctx, 'bench.x', x.ptr, M, K));
-    for (const h of [32].filter((v) => v < M))
-      put(`w8a16 rows=${h}`, bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K, undefined, h),
-      );
-    for (const h of [32, 16].filter((v) => v < M))
-      put(`h8 rows=${h}`, bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, undefined, h),
-      );
-    for (const S of sweep)
-      put(`h8 S=${S}`, bytes8, (i) =>
-        skinnyGemm(ctx, o.ptr, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
-      );
+    fp8Kinds({ ctx, put, r, plan, x, o: o.ptr, w8, M, N, K, sweep, v8Warps });
     console.log(JSON.stringify(r));
     rows.push(r);
     gpu.free(x);
@@ -230,13 +267,19 @@ function benchShape(
 async function main(): Promise<void> {
   const out = arg('out', process.env['OUT'] ?? '.');
   const batches = arg('batches', '1,8,32,64').split(',').map(Number);
-  const sweep = arg('splits', '2,4,8').split(',').map(Number);
+  const sp = arg('splits', '2,4,8');
+  const sweep = sp === 'none' ? [] : sp.split(',').map(Number);
   const gpu = await createCudaBackend({});
   const ceil = smoke(gpu);
   const bw = ceil.copyTBs * 1e12;
   const rows: Record<string, number | string>[] = [];
-  for (const shape of SHAPES) rows.push(...benchShape(gpu, bw, shape, batches, sweep));
-  const moeRows = moeBench(gpu, arg('moe-tokens', '8,64,512,2048').split(',').map(Number));
+  const kinds = new Set(arg('kinds', 'all').split(','));
+  const v8Warps = arg('v8-warps', '1,2,4,8').split(',').map(Number);
+  const names = arg('shapes', 'all').split(',');
+  for (const shape of SHAPES.filter((s) => names.includes('all') || names.includes(s[0])))
+    rows.push(...benchShape(gpu, bw, shape, batches, sweep, kinds, v8Warps));
+  const mt = arg('moe-tokens', '8,64,512,2048');
+  const moeRows = mt === 'none' ? [] : moeBench(gpu, mt.split(',').map(Number));
   mkdirSync(out, { recursive: true });
   writeFileSync(
     join(out, 'skinny-bench.json'),

@@ -21,6 +21,7 @@ import {
   skinnySplits,
   type SkinnyOperand,
 } from '../../src/backend/cuda/skinny-gemm.js';
+import { gemvWarps, GEMV_MAX_M } from '../../src/backend/cuda/fp8-gemv.js';
 import { BLOCK_FP8, MXFP8, type Fp8Scaling } from '../../src/tensor/fp8-weight.js';
 import { countDiff, groupScaled, randArray, relErr, type Row } from './check-util.js';
 import { gpuFp8, randomFp8 } from './fp8-check.js';
@@ -73,6 +74,7 @@ function cases(cpu: Backend, gpu: CudaBackend): Case[] {
     if (s.kind === 'block') {
       out.push({ name: 'block FP8 W8A16', op: fp8WidenOperand(w), cpuW, N, K });
       out.push({ name: 'block FP8 h8', op: fp8Operand(w, 'h8'), cpuW, N, K });
+      out.push({ name: 'block FP8 v8 (GEMV)', op: fp8Operand(w, 'v8'), cpuW, N, K });
     }
   }
   return out;
@@ -102,22 +104,27 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
     pass: err <= limit,
   });
   for (const c of cases(cpu, gpu)) {
-    for (const M of [1, 5, 8, 13, 32, 33, 64]) {
+    // v8 (fp8-gemv.cu) takes M <= 32; its "splits" are the warps per block, it has no slices.
+    const v8 = c.op.kind === 'v8';
+    for (const M of [1, 5, 8, 13, 32, 33, 64].filter((m) => !v8 || m <= GEMV_MAX_M)) {
       const xh = groupScaled(randArray(M * c.K, 50 + M), c.K);
       const x = gpu.upload(xh, [M, c.K], 'bf16') as CudaTensor;
       const co = cpu.alloc([M, c.N], 'f32');
       cpu.matmul(co, cpu.upload(xh, [M, c.K], 'bf16'), c.cpuW);
       const ref = cpu.readF32(co);
       const sms = gpu.dev.smCount;
-      const h = skinnySliceRows(sms, c.op.kind, M, c.N, c.K);
-      const auto = skinnySplits(sms, c.op.kind, M, c.N, c.K, h);
+      const k = c.op.kind;
+      const h = k === 'v8' ? M : skinnySliceRows(sms, k, M, c.N, c.K);
+      const auto = k === 'v8' ? gemvWarps(sms, c.N, c.K) : skinnySplits(sms, k, M, c.N, c.K, h);
       let worst = 0;
       for (const S of [1, 3, 7]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S), ref));
       // Token slices of 8 rows (ragged last slice at M = 13, 33), split and not.
-      if (M > 8)
+      if (M > 8 && !v8)
         for (const S of [1, 3]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S, 8), ref));
       const f32Limit = c.op.kind === 'q8' ? Q8_F32_LIMIT : F32_LIMIT;
-      const what = `f32, splits 1/3/7${M > 8 ? ', slices of 8 x splits 1/3' : ''}`;
+      const what = v8
+        ? 'f32, 1/3/7 warps per block'
+        : `f32, splits 1/3/7${M > 8 ? ', slices of 8 x splits 1/3' : ''}`;
       rows.push(row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} ${what} vs CPU`, worst, f32Limit));
       const a = run(gpu, c, x, M, false);
       rows.push(

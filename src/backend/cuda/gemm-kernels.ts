@@ -97,3 +97,49 @@ export const SKINNY_HALF = kernel({
   args: { x: 'ptr', rows: 'i32', K: 'i32', xh: 'ptr', xs: 'ptr' },
   launch: 'grid ceil(rows*K/128/8), block 256 (a warp per 128 inputs of a row)',
 });
+/** kernels/fp8-gemv.cu: block-FP8 decode GEMMs in GEMV form (a warp per 16 rows and K range). */
+export const FP8_GEMV = kernel({
+  file: 'fp8-gemv',
+  names: variants(
+    'fp8_gemv_',
+    (['b', 'f'] as const).flatMap((o) =>
+      (['1', '2', '4'] as const).map((nf) => `${o}_${nf}` as const),
+    ),
+  ),
+  args: { W: 'ptr', S: 'ptr', G: 'i32', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
+  launch: 'grid (ceil(N/16)), block 32*KS (KS 1..16), dyn smem KS*NF*512 when KS > 1',
+  defines: ['GV_U', 'GV_PF'],
+  // Streams its first weight tiles while the previous kernel finishes (griddepcontrol).
+  overlapsPrevious: true,
+});
+const GEMV_MOE_ARGS = {
+  ...W,
+  x: 'ptr',
+  perm: 'ptr',
+  Kw: 'i32',
+  ...TILES,
+} as const;
+/** fp8-gemv.cu's MoE tiles: fused gate|up + SwiGLU-OAI (8 gate + 8 up rows per block). */
+export const FP8_GEMV_GU = kernel({
+  file: 'fp8-gemv',
+  names: variants('fp8_gemv_gu_', ['8', '16', '32'] as const),
+  args: { ...GEMV_MOE_ARGS, D: 'i32', I: 'i32', act: 'ptr', alpha: 'f32', limit: 'f32' },
+  launch: 'grid (ceil(I/8), maxTiles), block 32*KS, dyn smem KS*BT*64 when KS > 1',
+});
+/** fp8-gemv.cu's MoE tiles: down times the routing weight (16 rows per block). */
+export const FP8_GEMV_DOWN = kernel({
+  file: 'fp8-gemv',
+  names: variants('fp8_gemv_down_', ['8', '16', '32'] as const),
+  args: {
+    ...W,
+    act: 'ptr',
+    perm: 'ptr',
+    Kw: 'i32',
+    ...TILES,
+    I: 'i32',
+    D: 'i32',
+    y: 'ptr',
+    rw: 'ptr',
+  },
+  launch: 'grid (ceil(D/16), maxTiles), block 32*KS, dyn smem KS*BT*64 when KS > 1',
+});

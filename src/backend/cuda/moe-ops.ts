@@ -21,7 +21,13 @@ import type { CublasGemm } from './cublas-gemm.js';
 import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { fp8Dequantize, fp8MmaFits } from './fp8-ops.js';
-import { skinnyMoeGemms, skinnyMoeGemmsBf16, type Fp8DecodeKernel } from './skinny-gemm.js';
+import { fp8GemvMoe, gemvFits, gemvTileRows } from './fp8-gemv.js';
+import {
+  fp8MoeKernel,
+  skinnyMoeGemms,
+  skinnyMoeGemmsBf16,
+  type Fp8DecodeKernel,
+} from './skinny-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 export function routerTopK(
@@ -119,9 +125,10 @@ function planMoe(
   Kw: number,
   mma: boolean,
   path: MoeGemmPath,
+  tileHeight?: number,
 ): MoePlan {
   const n = T * Kw;
-  const BT = mma ? tileRows(n, E) : 1 << 30;
+  const BT = mma ? (tileHeight ?? tileRows(n, E)) : 1 << 30;
   // Each non-empty expert adds at most one partial tile, and at most min(E, n) are non-empty.
   const maxTiles = mma ? Math.ceil(n / BT) + Math.min(E, n) : E;
   const bytes: Record<(typeof BUFFERS)[number], number> = {
@@ -391,9 +398,15 @@ function moeFp8(
     return true;
   }
   if (fp8) {
-    const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles');
+    const kernel = fp8Kernel ?? fp8MoeKernel(T);
+    const gemv =
+      kernel === 'v8' && gemvFits(1, D, gu.scaling.group) && gemvFits(1, I, dn.scaling.group);
+    const gemvBlock = gemv && gu.flavour === 'blk' && dn.flavour === 'blk';
+    const bt = gemvBlock ? gemvTileRows(T * Kw, E) : undefined;
+    const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles', bt);
     permute(ctx, p, ii.ptr, dims.first);
-    skinnyMoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o, fp8Kernel);
+    if (gemvBlock) fp8GemvMoe(ctx, p, gemvOperand(gu), xi.ptr, gemvOperand(dn), wi.ptr, o);
+    else skinnyMoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o, kernel === 'v8' ? 'w8a16' : kernel);
     combine(ctx, xo, p);
     return true;
   }
@@ -419,6 +432,11 @@ function expertDequantizer(ctx: OpContext, w: CudaFp8Weight, name: string): (e: 
     );
     return ptr;
   };
+}
+
+/** An FP8 weight as the GEMV kernels take it. */
+function gemvOperand(w: CudaFp8Weight): { ptr: number; scales: number; group: number } {
+  return { ptr: w.ptr, scales: w.scales.ptr, group: w.scaling.group };
 }
 
 /** A bf16 copy of an FP8 weight in workspace `name` (code · scale rounded once to bf16). */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { gemvWarps } from './fp8-gemv.js';
 import { fp8DenseKernel, fp8MoeKernel, skinnySliceRows, skinnySplits } from './skinny-gemm.js';
 
 // H200: 132 SMs. Shapes of MiniMax-M3's decode GEMMs ([N, K]).
@@ -33,16 +34,27 @@ describe('skinny GEMM plan', () => {
   });
 });
 
+describe('GEMV warps per block', () => {
+  it('fills the GPU in one wave when the 16-row blocks do not', () => {
+    expect(gemvWarps(SMS, 200064, 6144)).toBe(1);
+    expect(gemvWarps(SMS, 24576, 6144)).toBe(1);
+    expect(gemvWarps(SMS, 8192, 6144)).toBe(4);
+    expect(gemvWarps(SMS, 6144, 12288)).toBe(5);
+    expect(gemvWarps(SMS, 512, 6144)).toBe(16);
+    expect(gemvWarps(SMS, 512, 256)).toBe(2);
+  });
+});
+
 describe('FP8 decode kernel choice', () => {
   it('follows the W2 measurements', () => {
     expect([1, 8, 9, 32, 33, 64].map(fp8DenseKernel)).toEqual([
-      'w8a16',
-      'w8a16',
-      'h8',
-      'h8',
+      'v8',
+      'v8',
+      'v8',
+      'v8',
       'w8a16',
       'w8a16',
     ]);
-    expect([1, 64, 65, 2048].map(fp8MoeKernel)).toEqual(['h8', 'h8', 'w8a16', 'w8a16']);
+    expect([1, 64, 65, 2048].map(fp8MoeKernel)).toEqual(['v8', 'v8', 'w8a16', 'w8a16']);
   });
 });

@@ -9,6 +9,7 @@
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
+import { fp8Gemv, GEMV_MAX_M } from './fp8-gemv.js';
 import {
   SKINNY_DOWN,
   SKINNY_GEMM,
@@ -25,9 +26,12 @@ import type { OpContext } from './op-context.js';
 const ROW_BYTES = 128;
 const SMEM_PER_SM = 227 * 1024;
 
-/** The weight operand: bf16 rows, or FP8 codes with their scales. */
+/**
+ * The weight operand: bf16 rows, or FP8 codes with their scales ('v8': block FP8 on
+ * fp8-gemv.cu's GEMV kernel, dense only).
+ */
 export interface SkinnyOperand {
-  readonly kind: SkinnyWeight;
+  readonly kind: SkinnyWeight | 'v8';
   readonly ptr: number;
   readonly scales: number;
   readonly group: number;
@@ -39,30 +43,31 @@ export function bf16Operand(ptr: number): SkinnyOperand {
 
 /**
  * Block FP8's decode kernel: 'q8' (the codes on the E4M3 tensor cores against the split x),
- * 'w8a16' (the codes widened to bf16 in registers by bit placement) or 'h8' (widened to f16 by
- * the hardware conversion, f16 MMA against x scaled to f16). MXFP8 is always widened to bf16.
+ * 'w8a16' (the codes widened to bf16 in registers by bit placement), 'h8' (widened to f16 by
+ * the hardware conversion, f16 MMA against x scaled to f16) or 'v8' (w8a16's arithmetic in
+ * fp8-gemv.cu's GEMV form: no shared-memory stages, a warp per 16 rows streaming long runs).
+ * MXFP8 is always widened to bf16 on the skinny loop.
  */
-export const FP8_DECODE_KERNELS = ['q8', 'w8a16', 'h8'] as const;
+export const FP8_DECODE_KERNELS = ['q8', 'w8a16', 'h8', 'v8'] as const;
 export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
 
 /**
- * The kernel that matmul runs block FP8 on for M tokens, by measurement (session 6 W2,
- * skinny-bench on one H200, MiniMax-M3 shapes, CUDA-graph device time): w8a16 at M ≤ 8 (a
- * dense layer's six GEMMs 178 against h8's 188 µs at M = 8: h8 adds its x scaling), h8 up to
- * 32 (247 against 256 µs at M = 32), w8a16 beyond (LM head M = 64: 0.765 against 0.808 ms).
- * q8 was slower at every M. Checks and benchmarks may pick any.
+ * The kernel that matmul runs block FP8 on for M tokens: 'v8' (fp8-gemv.cu, GEMV form) up to
+ * 32 rows, w8a16 beyond (session 6 W2, skinny-bench: LM head M = 64 w8a16 0.765 against h8's
+ * 0.808 ms; the skinny loop at M <= 32 streamed at most 73% of the copy rate, which the GEMV
+ * form is built to pass: see docs/benchmarks/fp8.md, session 7). Checks and benchmarks may
+ * pick any.
  */
 export function fp8DenseKernel(M: number): Fp8DecodeKernel {
-  return M > 8 && M <= 32 ? 'h8' : 'w8a16';
+  return M <= GEMV_MAX_M ? 'v8' : 'w8a16';
 }
 
 /**
- * The kernel of block-FP8 MoE tiles for T tokens (same W2): h8 up to 64 tokens (MoE layer at
- * the real shape: T = 8 0.546 against 0.585 ms, T = 64 1.733 against 1.934), w8a16 beyond (T =
- * 2,048 prefill: 7.09 against 7.79 ms).
+ * The kernel of block-FP8 MoE tiles for T tokens: the GEMV tiles ('v8') up to 64 tokens, w8a16
+ * beyond (session 6 W2, T = 2,048 prefill: w8a16 7.09 against h8's 7.79 ms).
  */
 export function fp8MoeKernel(T: number): Fp8DecodeKernel {
-  return T <= 64 ? 'h8' : 'w8a16';
+  return T <= 64 ? 'v8' : 'w8a16';
 }
 
 /** The decode operand for an FP8 weight: block FP8 (128-input blocks) on `kernel`, MXFP8 widened. */
@@ -84,6 +89,7 @@ function stageK(kind: SkinnyWeight): number {
 
 /** True when the kernels take a weight of `kind` with K inputs (and its scale groups). */
 export function skinnyFits(op: Pick<SkinnyOperand, 'kind' | 'group'>, K: number): boolean {
+  if (op.kind === 'v8') return K % 128 === 0 && op.group % 128 === 0;
   if (K % stageK(op.kind) !== 0) return false;
   if (op.kind === 'blk' || op.kind === 'q8' || op.kind === 'h8') return op.group % 128 === 0;
   return op.kind === 'b' || op.group % 16 === 0;
@@ -238,6 +244,7 @@ export function skinnyGemm(
   splits?: number,
   rows?: number,
 ): boolean {
+  if (w.kind === 'v8') return fp8Gemv(ctx, out, outF32, x, w, M, N, K, splits);
   if (M < 1 || M > 64 || !skinnyFits(w, K)) return false;
   const sms = ctx.dev.smCount;
   const h = rows ?? (splits === undefined ? skinnySliceRows(sms, w.kind, M, N, K) : M);
@@ -276,7 +283,7 @@ export function skinnyMoeGemms(
   dn: CudaFp8Weight,
   w: number,
   o: MoeOptions,
-  kernel: Fp8DecodeKernel = fp8MoeKernel(p.T),
+  kernel: Exclude<Fp8DecodeKernel, 'v8'>,
 ): void {
   skinnyMoeTiles(ctx, p, moeKind(gu, dn, kernel), fp8Args(gu), x, fp8Args(dn), w, o);
 }
@@ -353,7 +360,8 @@ function skinnyMoeTiles(
 function moeKind(gu: CudaFp8Weight, dn: CudaFp8Weight, kernel: Fp8DecodeKernel): SkinnyMoeWeight {
   const a = fp8Operand(gu, kernel).kind;
   const b = fp8Operand(dn, kernel).kind;
-  if (a !== b || a === 'b') throw new Error(`moe: FP8 experts of two kinds (${a}, ${b})`);
+  if (a !== b || a === 'b' || a === 'v8')
+    throw new Error(`moe: FP8 experts of two kinds (${a}, ${b})`);
   return a;
 }
 

@@ -1,0 +1,150 @@
+/**
+ * Launcher of kernels/fp8-gemv.cu (see its header): block-FP8 decode GEMMs out[M, N] = x · W^T
+ * for M ≤ 32 in GEMV form, a warp per 16 weight rows and K range streaming the codes straight
+ * into registers, the K ranges of a block's warps added in the block; and the MoE's expert
+ * GEMMs (fused gate|up + SwiGLU-OAI, down) on the same loop over moe_scan's tile table.
+ */
+import type { MoeOptions } from '../backend.js';
+import { FP8_GEMV, FP8_GEMV_DOWN, FP8_GEMV_GU } from './gemm-kernels.js';
+import { launchKernel } from './kernel-launch.js';
+import type { MoePlan } from './moe-ops.js';
+import type { OpContext } from './op-context.js';
+
+/** The most token rows the kernel takes (4 tiles of 8). */
+export const GEMV_MAX_M = 32;
+
+/** Resident warps per SM the split aims at (the NF = 1 kernel's 125 registers allow 16). */
+const WARPS_PER_SM = 16;
+
+/** The weight operand: E4M3 codes, f32 scales per row and `group` inputs (group % 128 == 0). */
+export interface GemvOperand {
+  readonly ptr: number;
+  readonly scales: number;
+  readonly group: number;
+}
+
+/**
+ * Warps per block (each sums a K range of the block's 16 rows): as many as keep every warp of
+ * the GPU busy in one wave when the 16-row blocks alone do not, at most 16 and one 128-input
+ * tile per warp; 1 when the blocks fill the GPU (they then run in waves).
+ */
+export function gemvWarps(smCount: number, N: number, K: number): number {
+  return warpsFor(smCount, Math.ceil(N / 16), K);
+}
+
+function warpsFor(smCount: number, blocks: number, K: number): number {
+  const slots = smCount * WARPS_PER_SM;
+  if (blocks >= slots) return 1;
+  return Math.max(1, Math.min(Math.floor(slots / blocks), 16, K / 128));
+}
+
+/** Benchmark knobs (kernel defines): tiles of weights in flight per warp, the L2 prefetch hint. */
+export interface GemvTune {
+  readonly u: number;
+  readonly prefetch: boolean;
+}
+
+/** True when the kernel takes the shape. */
+export function gemvFits(M: number, K: number, group: number): boolean {
+  return M >= 1 && M <= GEMV_MAX_M && K % 128 === 0 && group % 128 === 0;
+}
+
+/**
+ * out[M, N] (bf16 or f32) = x[M, K] (bf16) · W^T on the GEMV kernel; false when the shape does
+ * not suit it. `warps` overrides the warps per block, `tune` the kernel's knobs (benchmarks).
+ */
+export function fp8Gemv(
+  ctx: OpContext,
+  out: number,
+  outF32: boolean,
+  x: number,
+  w: GemvOperand,
+  M: number,
+  N: number,
+  K: number,
+  warps?: number,
+  tune?: GemvTune,
+): boolean {
+  if (!gemvFits(M, K, w.group)) return false;
+  const nf = M <= 8 ? 1 : M <= 16 ? 2 : 4;
+  const ks = Math.max(1, Math.min(warps ?? gemvWarps(ctx.dev.smCount, N, K), 16, K / 128));
+  launchKernel(
+    ctx,
+    FP8_GEMV,
+    `fp8_gemv_${outF32 ? 'f' : 'b'}_${nf}`,
+    {
+      grid: [Math.ceil(N / 16), 1, 1],
+      block: [32 * ks, 1, 1],
+      smem: ks > 1 ? ks * nf * 4 * 32 * 4 : 0,
+      ...(tune ? { defines: { GV_U: tune.u, GV_PF: tune.prefetch ? 1 : 0 } } : {}),
+    },
+    { W: w.ptr, S: w.scales, G: w.group, x, M, N, K, out },
+  );
+  return true;
+}
+
+/** Token rows per MoE tile on the GEMV kernels: 8 / 16 / 32 by the mean rows per expert. */
+export function gemvTileRows(slots: number, experts: number): 8 | 16 | 32 {
+  const perExpert = slots / Math.max(1, Math.min(experts, slots));
+  return perExpert <= 8 ? 8 : perExpert <= 16 ? 16 : 32;
+}
+
+/**
+ * The MoE's gate|up + SwiGLU and down GEMMs on block-FP8 experts (tile table in `p`, tiles of
+ * gemvTileRows rows): act = SwiGLU(x · gate^T, x · up^T), y = rw · act · down^T.
+ */
+export function fp8GemvMoe(
+  ctx: OpContext,
+  p: MoePlan,
+  gu: GemvOperand,
+  x: number,
+  dn: GemvOperand,
+  w: number,
+  o: MoeOptions,
+): void {
+  const { buf: b, BT, D, I, Kw } = p;
+  if (BT !== 8 && BT !== 16 && BT !== 32)
+    throw new Error(`moe: no GEMV kernel for ${BT}-row tiles`);
+  if (p.maxTiles > 65535)
+    throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
+  const tiles = {
+    perm: b.perm,
+    Kw,
+    offsets: b.offsets,
+    tileExpert: b.tileExpert,
+    tileStart: b.tileStart,
+    numTiles: b.numTiles,
+  };
+  const sms = ctx.dev.smCount;
+  const shape = (cols: number, rows: number, K: number) => {
+    const ks = warpsFor(sms, Math.ceil(cols / rows) * p.maxTiles, K);
+    return {
+      grid: [Math.ceil(cols / rows), p.maxTiles, 1] as const,
+      block: [32 * ks, 1, 1] as const,
+      smem: ks > 1 ? ks * BT * 64 : 0,
+    };
+  };
+  launchKernel(ctx, FP8_GEMV_GU, `fp8_gemv_gu_${BT}`, shape(I, 8, D), {
+    W: gu.ptr,
+    S: gu.scales,
+    G: gu.group,
+    x,
+    ...tiles,
+    D,
+    I,
+    act: b.act,
+    alpha: o.alpha,
+    limit: o.limit,
+  });
+  launchKernel(ctx, FP8_GEMV_DOWN, `fp8_gemv_down_${BT}`, shape(D, 16, I), {
+    W: dn.ptr,
+    S: dn.scales,
+    G: dn.group,
+    act: b.act,
+    ...tiles,
+    I,
+    D,
+    y: b.y,
+    rw: w,
+  });
+}

@@ -1,0 +1,278 @@
+// Block-FP8 decode GEMMs in GEMV form: out[M, N] = x[M, K] . W[N, K]^T for M <= NF*8 tokens,
+// W E4M3 codes with an f32 scale per row and G inputs (G % 128 == 0, tensor/fp8-weight.ts).
+//
+// Why another loop than skinny-gemm.cu's: that one stages 128 rows x 128 bytes per block and
+// step, so the GPU has ~50,000 row segments of 128 bytes in flight, each in another DRAM page;
+// it streamed the LM head at 73% of the copy rate (session 6 W2) whatever the widening. Here
+// no shared memory holds weights and no barrier paces the stream: every warp owns 16 weight
+// rows and a contiguous K range, and each of its lanes loads 16 codes of a row straight into
+// registers (ld.global.nc, no L1 allocation, L2 prefetch of 256 bytes), U tiles of 128 inputs
+// ahead, so a row is read as U x 128 contiguous bytes per warp step.
+// Fragments: lane (g, t) loads codes [64h + 16t, +16) of each 128-input tile (h = 0, 1) of
+// rows n0+g and n0+g+8 and the same 16 inputs of token row g (and g + 8f for tile f): the
+// MMA's k order is permuted identically for both operands (as skinny-gemm.cu's FP8 path), so
+// each 16 codes feed four m16n8k16 bf16 MMAs. The codes widen exactly by bit placement and one
+// bf16x2 FMA by 2^120 (skinny-gemm.cu's w8a16); each tile's fp32 partial sums get the weight
+// row's block scale: out = sum_tiles s[row, tile] * (x_tile . codes_tile), what the CPU
+// computes on code * scale in f32, up to summation order (the same products as w8a16).
+// Split-K inside the block: warp w of KS = blockDim.x / 32 sums tiles [w*KT/KS, (w+1)*KT/KS);
+// warp 0 adds the KS partials in warp order (deterministic, no workspace, no atomics).
+// Kernels (o = b | f output, NF = 8-token MMA tiles 1 / 2 / 4):
+//   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/16)), block 32*KS (KS 1..16),
+//       dyn smem KS*NF*4*32*4 bytes when KS > 1 (else 0); K % 128 == 0, M <= NF*8.
+// -D GV_U (tiles in flight per warp) and GV_PF (L2 prefetch hint) are benchmark knobs.
+// Launched to overlap the previous kernel (programmatic dependent launch): the first U tiles
+// of weights and scales are loaded before griddepcontrol.wait, x after it.
+// No host reads, no allocation: graph-capturable. Tested by test/gpu/skinny-check.ts against
+// the CPU backend on the same quantized weights (ragged M and N, KS 1 / 3 / automatic, group
+// scaled activations, f32 and bf16 out) and a repeated launch bit for bit.
+#include "common.cuh"
+#include "mma.cuh"
+#include "fp8.cuh"
+
+#define GV_MAX_WARPS 16
+
+__device__ __forceinline__ unsigned gv_prmt(unsigned a, unsigned sel) {
+  unsigned d;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(a), "r"(sel));
+  return d;
+}
+__device__ __forceinline__ unsigned gv_bf2_fma(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+/** Codes 0,1 (lo) and 2,3 (hi) of w as bf16 pairs of their values (bit placement, exact). */
+__device__ __forceinline__ void gv_widen(unsigned w, unsigned& lo, unsigned& hi) {
+  const unsigned a = gv_prmt(w, 0x1404u), b = gv_prmt(w, 0x3424u);
+  lo = (a & 0x80008000u) | ((a >> 4) & 0x07f007f0u);
+  hi = (b & 0x80008000u) | ((b >> 4) & 0x07f007f0u);
+  lo = gv_bf2_fma(lo, 0x7b807b80u, 0x80008000u);  // x 2^120 (exact), + -0
+  hi = gv_bf2_fma(hi, 0x7b807b80u, 0x80008000u);
+}
+/** 16 weight codes, streamed: not kept in L1, L2 asked to fetch the 256 bytes around them. */
+__device__ __forceinline__ uint4 gv_ld_stream(const unsigned char* p) {
+  uint4 v;
+#if GV_PF
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+#else
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+#endif
+  return v;
+}
+__device__ __forceinline__ void gv_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void gv_dep_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// Tuning (benchmarks): GV_U tiles of weights in flight per warp (0: 4 at NF = 1, else 2),
+// GV_PF the L2 prefetch hint of the weight loads (1: 256 bytes, 0: none).
+#ifndef GV_U
+#define GV_U 0
+#endif
+#ifndef GV_PF
+#define GV_PF 1
+#endif
+template <int NF>
+struct GvShape {
+  static constexpr int U = GV_U > 0 ? GV_U : NF == 1 ? 4 : 2;
+};
+
+/** One tile of 128 inputs: part[f] += codes (rows g, g+8) . x (token rows f*8 + g). */
+template <int NF>
+__device__ __forceinline__ void gv_tile(float (*acc)[4], const uint4 (&w)[2][2], float sa,
+                                        float sb, const bf16_t* const* xr, const bool* xok,
+                                        int k) {
+  float part[NF][4];
+#pragma unroll
+  for (int f = 0; f < NF; f++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) part[f][q] = 0.f;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    uint4 xv[NF][2];
+#pragma unroll
+    for (int f = 0; f < NF; f++) {
+      const uint4* p = reinterpret_cast<const uint4*>(xr[f] + k + 64 * h);
+      xv[f][0] = xok[f] ? p[0] : make_uint4(0u, 0u, 0u, 0u);
+      xv[f][1] = xok[f] ? p[1] : make_uint4(0u, 0u, 0u, 0u);
+    }
+    const unsigned v0[4] = {w[h][0].x, w[h][0].y, w[h][0].z, w[h][0].w};
+    const unsigned v1[4] = {w[h][1].x, w[h][1].y, w[h][1].z, w[h][1].w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      unsigned a[4];
+      gv_widen(v0[j], a[0], a[2]);
+      gv_widen(v1[j], a[1], a[3]);
+#pragma unroll
+      for (int f = 0; f < NF; f++) {
+        const uint4 xq = xv[f][j >> 1];
+        const unsigned b0 = (j & 1) ? xq.z : xq.x, b1 = (j & 1) ? xq.w : xq.y;
+        mma16816(part[f], a, b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int f = 0; f < NF; f++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) acc[f][q] += (q < 2 ? sa : sb) * part[f][q];
+}
+
+enum GvMode { GV_PLAIN = 0, GV_GU = 1, GV_DOWN = 2 };
+
+// The MoE modes' tile: expert e, token rows [r0, rEnd) of the permuted order (moe.cu moe_scan).
+struct GvTiles {
+  const int* perm;
+  int Kw;
+  const int* offsets;
+  const int* tileExpert;
+  const int* tileStart;
+  const int* numTiles;
+};
+
+// One block: 16 weight rows (GU: 8 gate rows n0 + g and their 8 up rows, I further) x up to
+// NF*8 token rows, its KS warps splitting K. PLAIN: x row = token row; GU: x row =
+// perm[row] / Kw, out = act [rows, I] bf16 of SwiGLU-OAI; DOWN: x = act, out = y [rows, D] f32
+// times the routing weight rw[perm[row]].
+template <int NF, int MODE>
+__device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __restrict__ S, int G,
+                         const bf16_t* __restrict__ X, int M, int N, int K, void* outp,
+                         bool outF32, GvTiles tl, int upOffset, const float* rw, float alpha,
+                         float limit) {
+  constexpr int U = GvShape<NF>::U;
+  constexpr bool GU = MODE == GV_GU;
+  extern __shared__ float red[];  // KS > 1: [KS][NF*4][32] partial sums
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, KS = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int KT = K / 128, Kg = (K + G - 1) / G;
+  const int kt0 = warp * KT / KS, kt1 = (warp + 1) * KT / KS;
+  long long rowBase = 0;
+  int r0 = 0, rEnd = M;
+  if (MODE != GV_PLAIN) {
+    gv_dep_wait();  // the tile table is the previous kernels' output
+    const int tile = blockIdx.y;
+    if (tile >= *tl.numTiles) return;
+    const int e = tl.tileExpert[tile];
+    r0 = tl.tileStart[tile];
+    rEnd = min(r0 + NF * 8, tl.offsets[e + 1]);
+    rowBase = (long long)e * (GU ? 2 * N : N);
+  }
+  const int n0 = blockIdx.x * (GU ? 8 : 16);
+  const long long ra = rowBase + min(n0 + g, N - 1);
+  const long long rb = GU ? ra + upOffset : rowBase + min(n0 + g + 8, N - 1);
+  const unsigned char* wa = W + ra * K + 16 * t;
+  const unsigned char* wb = W + rb * K + 16 * t;
+  const float* sa = S + ra * Kg;
+  const float* sb = S + rb * Kg;
+  float acc[NF][4];
+#pragma unroll
+  for (int f = 0; f < NF; f++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) acc[f][q] = 0.f;
+
+  uint4 w[U][2][2];
+  float s[U][2];
+  auto loadW = [&](int kt) {
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int k = min(kt + u, kt1 - 1) * 128;  // past the range: a repeat, not used
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        w[u][h][0] = gv_ld_stream(wa + k + 64 * h);
+        w[u][h][1] = gv_ld_stream(wb + k + 64 * h);
+      }
+      s[u][0] = __ldg(sa + k / G);
+      s[u][1] = __ldg(sb + k / G);
+    }
+  };
+  if (kt0 < kt1) loadW(kt0);
+  if (MODE == GV_PLAIN) gv_dep_wait();  // x may be the previous kernel's output
+  gv_dep_launch();
+  const bf16_t* xr[NF];
+  bool xok[NF];
+#pragma unroll
+  for (int f = 0; f < NF; f++) {
+    const int row = r0 + f * 8 + g;
+    xok[f] = row < rEnd;
+    const int xrow = !xok[f] ? 0 : GU ? tl.perm[row] / tl.Kw : row;
+    xr[f] = X + (long long)xrow * K + 16 * t;
+  }
+  for (int kt = kt0; kt < kt1; kt += U) {
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (kt + u < kt1) gv_tile<NF>(acc, w[u], s[u][0], s[u][1], xr, xok, (kt + u) * 128);
+    if (kt + U < kt1) loadW(kt + U);
+  }
+
+  if (KS > 1) {
+#pragma unroll
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) red[(warp * NF * 4 + f * 4 + q) * 32 + lane] = acc[f][q];
+    __syncthreads();
+    if (warp != 0) return;
+#pragma unroll
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        float v = red[(f * 4 + q) * 32 + lane];
+        for (int p = 1; p < KS; p++) v += red[((p * NF + f) * 4 + q) * 32 + lane];
+        acc[f][q] = v;
+      }
+  }
+  // C fragment: rows = weight rows g (q 0, 1) and g + 8 (q 2, 3; GU: the up rows), columns =
+  // token rows 2t, 2t + 1.
+#pragma unroll
+  for (int f = 0; f < NF; f++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      if (GU && q >= 2) continue;
+      const int n = n0 + g + (q >> 1) * 8, row = r0 + f * 8 + 2 * t + (q & 1);
+      if (n >= N || row >= rEnd) continue;
+      const long long o = (long long)row * N + n;
+      if (GU)
+        reinterpret_cast<bf16_t*>(outp)[o] = f2bf(swiglu_oai(acc[f][q], acc[f][q + 2], alpha, limit));
+      else if (MODE == GV_DOWN)
+        reinterpret_cast<float*>(outp)[o] = acc[f][q] * rw[tl.perm[row]];
+      else if (outF32)
+        reinterpret_cast<float*>(outp)[o] = acc[f][q];
+      else
+        reinterpret_cast<bf16_t*>(outp)[o] = f2bf(acc[f][q]);
+    }
+}
+
+#define FP8_GEMV(O, OF, NF)                                                                    \
+  extern "C" __global__ void __launch_bounds__(32 * GV_MAX_WARPS) fp8_gemv_##O##_##NF(         \
+      const unsigned char* W, const float* S, int G, const bf16_t* x, int M, int N, int K,     \
+      void* out) {                                                                             \
+    fp8_gemv<NF, GV_PLAIN>(W, S, G, x, M, N, K, out, OF, GvTiles{}, 0, nullptr, 0.f, 0.f);   \
+  }
+FP8_GEMV(b, false, 1)
+FP8_GEMV(b, false, 2)
+FP8_GEMV(b, false, 4)
+FP8_GEMV(f, true, 1)
+FP8_GEMV(f, true, 2)
+FP8_GEMV(f, true, 4)
+
+#define FP8_GEMV_MOE(BT)                                                                         \
+  extern "C" __global__ void __launch_bounds__(32 * GV_MAX_WARPS) fp8_gemv_gu_##BT(              \
+      const unsigned char* W, const float* S, int G, const bf16_t* x, const int* perm, int Kw,   \
+      const int* offsets, const int* tileExpert, const int* tileStart, const int* numTiles,      \
+      int D, int I, bf16_t* act, float alpha, float limit) {                                     \
+    fp8_gemv<BT / 8, GV_GU>(W, S, G, x, 0, I, D, act, false,                                     \
+                            GvTiles{perm, Kw, offsets, tileExpert, tileStart, numTiles}, I,      \
+                            nullptr, alpha, limit);                                              \
+  }                                                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * GV_MAX_WARPS) fp8_gemv_down_##BT(            \
+      const unsigned char* W, const float* S, int G, const bf16_t* act, const int* perm, int Kw, \
+      const int* offsets, const int* tileExpert, const int* tileStart, const int* numTiles,      \
+      int I, int D, float* y, const float* rw) {                                                 \
+    fp8_gemv<BT / 8, GV_DOWN>(W, S, G, act, 0, D, I, y, true,                                    \
+                              GvTiles{perm, Kw, offsets, tileExpert, tileStart, numTiles}, 0,    \
+                              rw, 0.f, 0.f);                                                     \
+  }
+FP8_GEMV_MOE(8)
+FP8_GEMV_MOE(16)
+FP8_GEMV_MOE(32)
