@@ -192,14 +192,15 @@ function fp8Kinds(a: {
       skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'v8'), M, N, K, ks),
     );
   const g = (i: number) => ({ ptr: w8[i]!.ptr, scales: w8[i]!.scales.ptr, group: 128 });
-  for (const [u, prefetch] of [
-    [1, true],
-    [2, true],
-    [4, true],
-    [0, false],
-  ] as const)
-    put(`v8 U=${u || 'default'}${prefetch ? '' : ' no-prefetch'}`, bytes8, (i) =>
-      fp8Gemv(ctx, o, true, x.ptr, g(i), M, N, K, undefined, { u, prefetch }),
+  for (const t of [
+    { u: 0, prefetch: true, pipe: true },
+    { u: 2, prefetch: true, pipe: false },
+    { u: 0, prefetch: false, pipe: false },
+  ])
+    put(
+      `v8 ${t.pipe ? 'pipe' : `U=${t.u || 'default'}`}${t.prefetch ? '' : ' no-prefetch'}`,
+      bytes8,
+      (i) => fp8Gemv(ctx, o, true, x.ptr, g(i), M, N, K, undefined, t),
     );
 }
 

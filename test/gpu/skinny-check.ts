@@ -21,7 +21,7 @@ import {
   skinnySplits,
   type SkinnyOperand,
 } from '../../src/backend/cuda/skinny-gemm.js';
-import { gemvWarps, GEMV_MAX_M } from '../../src/backend/cuda/fp8-gemv.js';
+import { fp8Gemv, gemvWarps, GEMV_MAX_M, type GemvTune } from '../../src/backend/cuda/fp8-gemv.js';
 import { BLOCK_FP8, MXFP8, type Fp8Scaling } from '../../src/tensor/fp8-weight.js';
 import { countDiff, groupScaled, randArray, relErr, type Row } from './check-util.js';
 import { gpuFp8, randomFp8 } from './fp8-check.js';
@@ -36,6 +36,12 @@ const F32_LIMIT = 1e-4;
 const Q8_F32_LIMIT = 5e-4;
 /** bf16 out: one rounding of each output. */
 const BF16_LIMIT = 1e-2;
+
+const GEMV_TUNES: GemvTune[] = [
+  { u: 0, prefetch: true, pipe: true },
+  { u: 2, prefetch: true, pipe: false },
+  { u: 0, prefetch: false, pipe: false },
+];
 
 interface Case {
   readonly name: string;
@@ -119,11 +125,18 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
       let worst = 0;
       for (const S of [1, 3, 7]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S), ref));
       // Token slices of 8 rows (ragged last slice at M = 13, 33), split and not.
+      // v8's benchmark knobs (double-buffered registers, 2 tiles per buffer, no L2 prefetch).
+      if (v8)
+        for (const t of GEMV_TUNES) {
+          const o = gpu.alloc([M, c.N], 'f32') as CudaTensor;
+          fp8Gemv(gpu.ctx, o.ptr, true, x.ptr, c.op, M, c.N, c.K, undefined, t);
+          worst = Math.max(worst, relErr(gpu.readF32(o), ref));
+        }
       if (M > 8 && !v8)
         for (const S of [1, 3]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S, 8), ref));
       const f32Limit = c.op.kind === 'q8' ? Q8_F32_LIMIT : F32_LIMIT;
       const what = v8
-        ? 'f32, 1/3/7 warps per block'
+        ? 'f32, 1/3/7 warps per block, knobs pipe / U=2 / no prefetch'
         : `f32, splits 1/3/7${M > 8 ? ', slices of 8 x splits 1/3' : ''}`;
       rows.push(row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} ${what} vs CPU`, worst, f32Limit));
       const a = run(gpu, c, x, M, false);

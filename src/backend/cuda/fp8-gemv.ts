@@ -38,10 +38,13 @@ function warpsFor(smCount: number, blocks: number, K: number): number {
   return Math.max(1, Math.min(Math.floor(slots / blocks), 16, K / 128));
 }
 
-/** Benchmark knobs (kernel defines): tiles of weights in flight per warp, the L2 prefetch hint. */
+/** Benchmark knobs (kernel defines GV_U, GV_PF, GV_PIPE). */
 export interface GemvTune {
+  /** Tiles per buffer at 8 token rows (0: the kernel's default). */
   readonly u: number;
   readonly prefetch: boolean;
+  /** Two register buffers, the next one loading during the current one's MMAs. */
+  readonly pipe: boolean;
 }
 
 /** True when the kernel takes the shape. */
@@ -76,7 +79,9 @@ export function fp8Gemv(
       grid: [Math.ceil(N / 16), 1, 1],
       block: [32 * ks, 1, 1],
       smem: ks > 1 ? ks * nf * 4 * 32 * 4 : 0,
-      ...(tune ? { defines: { GV_U: tune.u, GV_PF: tune.prefetch ? 1 : 0 } } : {}),
+      ...(tune
+        ? { defines: { GV_U: tune.u, GV_PF: tune.prefetch ? 1 : 0, GV_PIPE: tune.pipe ? 1 : 0 } }
+        : {}),
     },
     { W: w.ptr, S: w.scales, G: w.group, x, M, N, K, out },
   );

@@ -108,7 +108,7 @@ export const FP8_GEMV = kernel({
   ),
   args: { W: 'ptr', S: 'ptr', G: 'i32', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
   launch: 'grid (ceil(N/16)), block 32*KS (KS 1..16), dyn smem KS*NF*512 when KS > 1',
-  defines: ['GV_U', 'GV_PF'],
+  defines: ['GV_U', 'GV_PF', 'GV_PIPE'],
   // Streams its first weight tiles while the previous kernel finishes (griddepcontrol).
   overlapsPrevious: true,
 });

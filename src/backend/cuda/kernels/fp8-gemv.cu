@@ -20,7 +20,8 @@
 // Kernels (o = b | f output, NF = 8-token MMA tiles 1 / 2 / 4):
 //   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/16)), block 32*KS (KS 1..16),
 //       dyn smem KS*NF*4*32*4 bytes when KS > 1 (else 0); K % 128 == 0, M <= NF*8.
-// -D GV_U (tiles in flight per warp) and GV_PF (L2 prefetch hint) are benchmark knobs.
+// -D GV_U (tiles in flight per warp), GV_PF (L2 prefetch hint) and GV_PIPE (double-buffered
+// weight registers) are benchmark knobs.
 // Launched to overlap the previous kernel (programmatic dependent launch): the first U tiles
 // of weights and scales are loaded before griddepcontrol.wait, x after it.
 // No host reads, no allocation: graph-capturable. Tested by test/gpu/skinny-check.ts against
@@ -67,7 +68,7 @@ __device__ __forceinline__ void gv_dep_launch() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
-// Tuning (benchmarks): GV_U tiles of weights in flight per warp (0: 4 at NF = 1, else 2),
+// Tuning (benchmarks): GV_U tiles of weights in flight per warp at NF = 1 (0: the default),
 // GV_PF the L2 prefetch hint of the weight loads (1: 256 bytes, 0: none).
 #ifndef GV_U
 #define GV_U 0
@@ -75,9 +76,16 @@ __device__ __forceinline__ void gv_dep_launch() {
 #ifndef GV_PF
 #define GV_PF 1
 #endif
+// GV_PIPE 1: two register buffers of U tiles, the next one's loads issued before the current
+// one's MMAs (0: one buffer, loaded after its MMAs).
+#ifndef GV_PIPE
+#define GV_PIPE 0
+#endif
+// Tiles per buffer: GV_U (or 4, double-buffered 2) at NF = 1, half of that for more token rows.
 template <int NF>
 struct GvShape {
-  static constexpr int U = GV_U > 0 ? GV_U : NF == 1 ? 4 : 2;
+  static constexpr int U1 = GV_U > 0 ? GV_U : GV_PIPE ? 2 : 4;
+  static constexpr int U = NF == 1 ? U1 : (U1 / 2 > 0 ? U1 / 2 : 1);
 };
 
 /** One tile of 128 inputs: part[f] += codes (rows g, g+8) . x (token rows f*8 + g). */
@@ -172,21 +180,22 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
 #pragma unroll
     for (int q = 0; q < 4; q++) acc[f][q] = 0.f;
 
-  uint4 w[U][2][2];
-  float s[U][2];
-  auto loadW = [&](int kt) {
+  uint4 w[U][2][2], w2[GV_PIPE ? U : 1][2][2];
+  float s[U][2], s2[GV_PIPE ? U : 1][2];
+  auto loadInto = [&](uint4 (*wd)[2][2], float (*sd)[2], int kt) {
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int k = min(kt + u, kt1 - 1) * 128;  // past the range: a repeat, not used
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        w[u][h][0] = gv_ld_stream(wa + k + 64 * h);
-        w[u][h][1] = gv_ld_stream(wb + k + 64 * h);
+        wd[u][h][0] = gv_ld_stream(wa + k + 64 * h);
+        wd[u][h][1] = gv_ld_stream(wb + k + 64 * h);
       }
-      s[u][0] = __ldg(sa + k / G);
-      s[u][1] = __ldg(sb + k / G);
+      sd[u][0] = __ldg(sa + k / G);
+      sd[u][1] = __ldg(sb + k / G);
     }
   };
+  auto loadW = [&](int kt) { loadInto(w, s, kt); };
   if (kt0 < kt1) loadW(kt0);
   if (MODE == GV_PLAIN) gv_dep_wait();  // x may be the previous kernel's output
   gv_dep_launch();
@@ -199,11 +208,23 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
     const int xrow = !xok[f] ? 0 : GU ? tl.perm[row] / tl.Kw : row;
     xr[f] = X + (long long)xrow * K + 16 * t;
   }
-  for (int kt = kt0; kt < kt1; kt += U) {
+  auto mmas = [&](const uint4 (*wd)[2][2], const float (*sd)[2], int kt) {
 #pragma unroll
     for (int u = 0; u < U; u++)
-      if (kt + u < kt1) gv_tile<NF>(acc, w[u], s[u][0], s[u][1], xr, xok, (kt + u) * 128);
-    if (kt + U < kt1) loadW(kt + U);
+      if (kt + u < kt1) gv_tile<NF>(acc, wd[u], sd[u][0], sd[u][1], xr, xok, (kt + u) * 128);
+  };
+  if constexpr (GV_PIPE) {
+    for (int kt = kt0; kt < kt1; kt += 2 * U) {
+      if (kt + U < kt1) loadInto(w2, s2, kt + U);
+      mmas(w, s, kt);
+      if (kt + 2 * U < kt1) loadW(kt + 2 * U);
+      if (kt + U < kt1) mmas(w2, s2, kt + U);
+    }
+  } else {
+    for (int kt = kt0; kt < kt1; kt += U) {
+      mmas(w, s, kt);
+      if (kt + U < kt1) loadW(kt + U);
+    }
   }
 
   if (KS > 1) {
