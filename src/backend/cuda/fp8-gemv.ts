@@ -110,8 +110,6 @@ export function fp8GemvMoe(
   const { buf: b, BT, D, I, Kw } = p;
   if (BT !== 8 && BT !== 16 && BT !== 32)
     throw new Error(`moe: no GEMV kernel for ${BT}-row tiles`);
-  if (p.maxTiles > 65535)
-    throw new Error(`moe: ${p.maxTiles} tiles exceed the grid limit; split the batch`);
   const tiles = {
     perm: b.perm,
     Kw,
@@ -124,7 +122,7 @@ export function fp8GemvMoe(
   const shape = (cols: number, rows: number, K: number) => {
     const ks = warpsFor(sms, Math.ceil(cols / rows) * p.maxTiles, K);
     return {
-      grid: [Math.ceil(cols / rows), p.maxTiles, 1] as const,
+      grid: [p.maxTiles, Math.ceil(cols / rows), 1] as const,
       block: [32 * ks, 1, 1] as const,
       smem: ks > 1 ? ks * BT * 64 : 0,
     };

@@ -124,7 +124,7 @@ export const FP8_GEMV_GU = kernel({
   file: 'fp8-gemv',
   names: variants('fp8_gemv_gu_', ['8', '16', '32'] as const),
   args: { ...GEMV_MOE_ARGS, D: 'i32', I: 'i32', act: 'ptr', alpha: 'f32', limit: 'f32' },
-  launch: 'grid (ceil(I/8), maxTiles), block 32*KS, dyn smem KS*BT*64 when KS > 1',
+  launch: 'grid (maxTiles, ceil(I/8)), block 32*KS, dyn smem KS*BT*64 when KS > 1',
 });
 /** fp8-gemv.cu's MoE tiles: down times the routing weight (16 rows per block). */
 export const FP8_GEMV_DOWN = kernel({
@@ -141,5 +141,5 @@ export const FP8_GEMV_DOWN = kernel({
     y: 'ptr',
     rw: 'ptr',
   },
-  launch: 'grid (ceil(D/16), maxTiles), block 32*KS, dyn smem KS*BT*64 when KS > 1',
+  launch: 'grid (maxTiles, ceil(D/16)), block 32*KS, dyn smem KS*BT*64 when KS > 1',
 });

@@ -17,9 +17,16 @@
 // computes on code * scale in f32, up to summation order (the same products as w8a16).
 // Split-K inside the block: warp w of KS = blockDim.x / 32 sums tiles [w*KT/KS, (w+1)*KT/KS);
 // warp 0 adds the KS partials in warp order (deterministic, no workspace, no atomics).
-// Kernels (o = b | f output, NF = 8-token MMA tiles 1 / 2 / 4):
+// Kernels (o = b | f output, NF = 8-token MMA tiles 1 / 2 / 4; BT = 8 * NF):
 //   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/16)), block 32*KS (KS 1..16),
 //       dyn smem KS*NF*4*32*4 bytes when KS > 1 (else 0); K % 128 == 0, M <= NF*8.
+//   fp8_gemv_gu_<BT>(W, S, G, x, perm, Kw, offsets, tileExpert, tileStart, numTiles, D, I, act,
+//       alpha, limit): grid (maxTiles, ceil(I/8)), block 32*KS: act = SwiGLU-OAI(x.gate, x.up)
+//   fp8_gemv_down_<BT>(W, S, G, act, perm, Kw, offsets, tileExpert, tileStart, numTiles, I, D,
+//       y, rw): grid (maxTiles, ceil(D/16)), block 32*KS: y[row] = rw * act[row] . down^T
+//   (moe.cu moe_scan's tile table; tiles along x, so that the tiles of one expert, e.g. the
+//   shared expert's T/BT, read the same weight rows at about the same time, from L2 after the
+//   first.)
 // -D GV_U (tiles in flight per warp), GV_PF (L2 prefetch hint) and GV_PIPE (double-buffered
 // weight registers) are benchmark knobs.
 // Launched to overlap the previous kernel (programmatic dependent launch): the first U tiles
@@ -160,14 +167,14 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
   int r0 = 0, rEnd = M;
   if (MODE != GV_PLAIN) {
     gv_dep_wait();  // the tile table is the previous kernels' output
-    const int tile = blockIdx.y;
+    const int tile = blockIdx.x;
     if (tile >= *tl.numTiles) return;
     const int e = tl.tileExpert[tile];
     r0 = tl.tileStart[tile];
     rEnd = min(r0 + NF * 8, tl.offsets[e + 1]);
     rowBase = (long long)e * (GU ? 2 * N : N);
   }
-  const int n0 = blockIdx.x * (GU ? 8 : 16);
+  const int n0 = (MODE == GV_PLAIN ? blockIdx.x : blockIdx.y) * (GU ? 8 : 16);
   const long long ra = rowBase + min(n0 + g, N - 1);
   const long long rb = GU ? ra + upOffset : rowBase + min(n0 + g + 8, N - 1);
   const unsigned char* wa = W + ra * K + 16 * t;
