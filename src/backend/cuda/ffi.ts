@@ -255,8 +255,36 @@ function declareCublas(lib: Lib) {
 }
 
 function declareCublasLt(lib: Lib) {
+  const o = (name: string, sig: string): Fn | null => optional(() => decl(lib, [name], sig));
   return {
     cublasLtGetVersion: decl(lib, ['cublasLtGetVersion'], 'size_t %()'),
+    // The FP8 matmul with block scales (bench/fp8-lt-probe.ts); null where the library lacks it.
+    cublasLtCreate: o('cublasLtCreate', 'int %(_Out_ void **h)'),
+    cublasLtMatmulDescCreate: o(
+      'cublasLtMatmulDescCreate',
+      'int %(_Out_ void **d, int compute, int scaleType)',
+    ),
+    cublasLtMatmulDescSetAttribute: o(
+      'cublasLtMatmulDescSetAttribute',
+      'int %(void *d, int attr, const void *buf, size_t bytes)',
+    ),
+    cublasLtMatrixLayoutCreate: o(
+      'cublasLtMatrixLayoutCreate',
+      'int %(_Out_ void **l, int type, uint64_t rows, uint64_t cols, int64_t ld)',
+    ),
+    cublasLtMatmulPreferenceCreate: o('cublasLtMatmulPreferenceCreate', 'int %(_Out_ void **p)'),
+    cublasLtMatmulPreferenceSetAttribute: o(
+      'cublasLtMatmulPreferenceSetAttribute',
+      'int %(void *p, int attr, const void *buf, size_t bytes)',
+    ),
+    cublasLtMatmulAlgoGetHeuristic: o(
+      'cublasLtMatmulAlgoGetHeuristic',
+      'int %(void *h, void *op, void *A, void *B, void *C, void *D, void *pref, int requested, _Out_ uint8_t *results, _Out_ int *count)',
+    ),
+    cublasLtMatmul: o(
+      'cublasLtMatmul',
+      'int %(void *h, void *op, const void *alpha, uint64_t A, void *Ad, uint64_t B, void *Bd, const void *beta, uint64_t C, void *Cd, uint64_t D, void *Dd, const uint8_t *algo, uint64_t ws, size_t wsBytes, void *stream)',
+    ),
   };
 }
 
