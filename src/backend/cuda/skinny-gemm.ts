@@ -9,7 +9,7 @@
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
-import { fp8Gemv, GEMV_MAX_M } from './fp8-gemv.js';
+import { fp8Gemv } from './fp8-gemv.js';
 import {
   SKINNY_DOWN,
   SKINNY_GEMM,
@@ -52,22 +52,24 @@ export const FP8_DECODE_KERNELS = ['q8', 'w8a16', 'h8', 'v8'] as const;
 export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
 
 /**
- * The kernel that matmul runs block FP8 on for M tokens: 'v8' (fp8-gemv.cu, GEMV form) up to
- * 32 rows, w8a16 beyond (session 6 W2, skinny-bench: LM head M = 64 w8a16 0.765 against h8's
- * 0.808 ms; the skinny loop at M <= 32 streamed at most 73% of the copy rate, which the GEMV
- * form is built to pass: see docs/benchmarks/fp8.md, session 7). Checks and benchmarks may
- * pick any.
+ * The kernel that matmul runs block FP8 on for M tokens, by measurement (session 6 W2,
+ * skinny-bench on one H200, MiniMax-M3 shapes, CUDA-graph device time): w8a16 at M ≤ 8 (a
+ * dense layer's six GEMMs 178 against h8's 188 µs at M = 8: h8 adds its x scaling), h8 up to
+ * 32 (247 against 256 µs at M = 32), w8a16 beyond (LM head M = 64: 0.765 against 0.808 ms).
+ * q8 was slower at every M. 'v8' (fp8-gemv.cu, GEMV form) is not measured yet and stays
+ * opt-in (checks, benchmarks) until it is.
  */
 export function fp8DenseKernel(M: number): Fp8DecodeKernel {
-  return M <= GEMV_MAX_M ? 'v8' : 'w8a16';
+  return M > 8 && M <= 32 ? 'h8' : 'w8a16';
 }
 
 /**
- * The kernel of block-FP8 MoE tiles for T tokens: the GEMV tiles ('v8') up to 64 tokens, w8a16
- * beyond (session 6 W2, T = 2,048 prefill: w8a16 7.09 against h8's 7.79 ms).
+ * The kernel of block-FP8 MoE tiles for T tokens (same W2): h8 up to 64 tokens (MoE layer at
+ * the real shape: T = 8 0.546 against 0.585 ms, T = 64 1.733 against 1.934), w8a16 beyond (T =
+ * 2,048 prefill: 7.09 against 7.79 ms). 'v8' (the GEMV tiles) is opt-in until measured.
  */
 export function fp8MoeKernel(T: number): Fp8DecodeKernel {
-  return T <= 64 ? 'v8' : 'w8a16';
+  return T <= 64 ? 'h8' : 'w8a16';
 }
 
 /** The decode operand for an FP8 weight: block FP8 (128-input blocks) on `kernel`, MXFP8 widened. */

@@ -20,45 +20,23 @@ extern "C" __global__ void moe_count(int* counts, const int* ids, int n, int fir
   }
 }
 
-// offsets [E+1], cursor [E], tileExpert/tileStart [maxTiles], numTiles [1]. One warp, 32
-// experts per step: each lane loads its expert's count, a warp scan gives the rows and tiles
-// before it (plus the carry of earlier steps), and each lane writes its own tiles. The same
-// table as a serial loop over the experts (which, one dependent L2 load per expert, took tens
-// of microseconds per MoE layer at 129 experts).
+// offsets [E+1], cursor [E], tileExpert/tileStart [maxTiles], numTiles [1].
 extern "C" __global__ void moe_scan(int* offsets, int* cursor, int* tileExpert, int* tileStart,
                                     int* numTiles, const int* counts, int E, int BT, int maxTiles) {
-  if (threadIdx.x >= 32) return;
-  const int lane = threadIdx.x;
-  int off = 0, nt = 0;  // rows and tiles of the experts before this step
-  for (int e0 = 0; e0 < E; e0 += 32) {
-    const int e = e0 + lane;
-    const int c = e < E ? counts[e] : 0;
-    const int t = (c + BT - 1) / BT;
-    int rc = c, rt = t;  // inclusive scans
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int a = __shfl_up_sync(0xffffffffu, rc, d), b = __shfl_up_sync(0xffffffffu, rt, d);
-      if (lane >= d) {
-        rc += a;
-        rt += b;
-      }
+  if (threadIdx.x != 0) return;
+  int off = 0, nt = 0;
+  for (int e = 0; e < E; e++) {
+    offsets[e] = off;
+    cursor[e] = 0;
+    const int c = counts[e];
+    for (int s = 0; s < c; s += BT) {
+      if (nt < maxTiles) { tileExpert[nt] = e; tileStart[nt] = off + s; }
+      nt++;
     }
-    const int o = off + rc - c, n0 = nt + rt - t;
-    if (e < E) {
-      offsets[e] = o;
-      cursor[e] = 0;
-      for (int s = 0; s < t && n0 + s < maxTiles; s++) {
-        tileExpert[n0 + s] = e;
-        tileStart[n0 + s] = o + s * BT;
-      }
-    }
-    off += __shfl_sync(0xffffffffu, rc, 31);
-    nt += __shfl_sync(0xffffffffu, rt, 31);
+    off += c;
   }
-  if (lane == 0) {
-    offsets[E] = off;
-    *numTiles = nt < maxTiles ? nt : maxTiles;
-  }
+  offsets[E] = off;
+  *numTiles = nt < maxTiles ? nt : maxTiles;
 }
 
 extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, const int* offsets,
