@@ -262,7 +262,7 @@ export class CpuKernels {
     const maxPos = this.tables.maxPos;
     const maxBlocks = a.blocks ? a.topk : Math.floor(maxPos / S) + 1;
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
-    const blistLen = (maxBlocks + 3) & ~3;
+    const blistLen = (maxBlocks + 1 + 3) & ~3; // + the touch result (attention.wat)
     const keysLen = (maxKeys + 8 + 3) & ~3;
     const units = T * a.numKvHeads;
     const flops = 4 * a.headDim * a.numHeads * T * maxKeys;
