@@ -5,6 +5,7 @@ import re
 from collections import Counter
 
 import arith_roles as R
+import arith_sem as S
 import arith_words as W
 from heldout_phrasings import FRAME_MARKERS
 from lexicon import CURRENCY, DAYS, MEASURES, NAMES_WIDE as NAMES, THINGS_WIDE as THINGS
@@ -231,6 +232,9 @@ ONE_STEP = {"+": [gain, together, measure, gain_past, W.gain_words, W.gain_words
 # Run 6 adds arith_roles.py's families (transfer direction, second-person loss, "each of the N
 # people", filling containers, "started with", the amount taken named first).
 ONE_STEP = {op: fams + {"+": R.PLUS, "-": R.MINUS, "*": R.TIMES}[op] for op, fams in ONE_STEP.items()}
+# Run 9 adds arith_sem.py's families (parts by meaning class): about 40% of each operation's one-step
+# word problems.
+ONE_STEP = {op: fams + {"+": S.PLUS * 3, "-": S.MINUS * 4, "*": S.TIMES * 4}[op] for op, fams in ONE_STEP.items()}
 BARE_CUE = {"+": "plus", "-": "minus", "*": "times"}
 
 

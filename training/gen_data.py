@@ -18,6 +18,7 @@ import arith_train
 import chat_data
 import heldout_phrasings
 import m3_render as R
+import op_words
 import tool_catalog as T
 import tool_catalog_v1 as V1
 from worked import worked
@@ -45,7 +46,7 @@ def _msgs(rng, user, history=True, wide=False):
 
 def arithmetic_sample(rng):
     q, steps, numbers = arith_train.problem(rng)
-    reasoning, r = worked(steps, numbers, rng)
+    reasoning, r = worked(steps, numbers, rng, op_words.keys_for(q, steps))
     content = f"The answer is {r}.\n#### {r}"
     return [dict(kind="arithmetic", prompt=R.render_prompt(_msgs(rng, q, wide=True)), completion=R.render_completion(reasoning, content))]
 

@@ -108,21 +108,24 @@ def compare_line(a, b, smaller_first):
     return f"compare {x}, {y}: {max(a, b)} is bigger"
 
 
-def worked(steps, numbers=None, rng=None):
+def worked(steps, numbers=None, rng=None, keys=None):
     """steps: [(a, op, b)] or [(a, op, b, cue)] where a or b may be the string 'prev' for the last
     result. With numbers (the problem's numbers in the order the text gives them), the reasoning
     opens with the extraction line `numbers: 45, 29`, and each step with a cue carries the line
     `more, so +` (CUES) before its header: the operation is read from the problem as one of a few
     meaning words first, then the digits are worked; with rng, a subtraction also gets
-    compare_line first.
+    compare_line first. With keys (run 9, op_words.keys_for: per step, the question's phrase that
+    decides its operation, or None), the cue line starts with that phrase copied:
+    `lose: left, so -`.
     Returns (reasoning text, final result)."""
     lines, prev = ([f"numbers: {', '.join(str(n) for n in numbers)}"] if numbers is not None else []), None
-    for a, op, b, *cue in steps:
+    for i, (a, op, b, *cue) in enumerate(steps):
         a = prev if a == "prev" else a
         b = prev if b == "prev" else b
         if cue:
             assert CUES[cue[0]] == op, (cue, op)
-            lines.append(f"{cue[0]}, so {op}")
+            key = keys[i] if keys else None
+            lines.append(f"{key}: {cue[0]}, so {op}" if key else f"{cue[0]}, so {op}")
         if op == "-" and rng is not None:
             lines.append(compare_line(a, b, rng.random() < 0.5))
         ls, prev = step_lines(a, op, b)

@@ -3,7 +3,7 @@
 # checkpoint (models/moeserve-tiny-m3 of the lead's tree, checked against TM_SHA) with
 # training/gpu_run.sh on data generated there, then run `npm run eval:tiny`'s built JS against
 # the new weights on the device's CPU (TM_EVALS: main = the Done-when set, fresh = the fresh
-# held-out set, fp8 = the main set under --quantization fp8) while train.py's PyTorch eval runs
+# held-out set, sealed = the sealed set, fp8 = the main set under --quantization fp8) while train.py's PyTorch eval runs
 # on the GPU. Everything ends by TM_END s; results under $OUT/tiny-model/. pack.sh writes this
 # file as gpu.sh beside tree.tgz with the TM_* settings of the call in front.
 T0=$(date +%s)
@@ -42,19 +42,30 @@ evl() {  # name, seconds kept for what follows, eval:tiny options
     --output "$O/eval-tiny-$name.json" > "$O/eval-tiny-$name.out" 2>&1
   echo "eval $name exit $? at $(el) s"
 }
+one_eval() {
+  case $1 in
+    main) evl main ${TM_MAIN_KEEP:-40} --set data/tiny-m3/eval-tiny.json ;;
+    fresh) evl fresh ${TM_FRESH_KEEP:-25} --port 8393 --set data/tiny-m3/eval-tiny-fresh.json ;;
+    sealed) evl sealed ${TM_SEALED_KEEP:-0} --port 8394 --set data/tiny-m3/eval-tiny-sealed.json ;;
+    fp8) evl fp8 0 --port 8392 --quantization fp8 --set data/tiny-m3/eval-tiny.json ;;
+  esac
+}
+# TM_EVALS: names in order; '|' splits them into groups that run at the same time ('main|fresh
+# sealed': the main set beside the fresh then the sealed one), each server on its own port.
 if [ -f "$M/reference-logits.json" ]; then
-  for e in ${TM_EVALS:-main fresh fp8}; do
-    case $e in
-      main) evl main ${TM_MAIN_KEEP:-40} --set data/tiny-m3/eval-tiny.json ;;
-      fresh) evl fresh ${TM_FRESH_KEEP:-25} --port 8393 --set data/tiny-m3/eval-tiny-fresh.json ;;
-      fp8) evl fp8 0 --port 8392 --quantization fp8 --set data/tiny-m3/eval-tiny.json ;;
-    esac
+  IFS='|' read -ra GROUPS_ <<< "${TM_EVALS:-main fresh fp8}"
+  EP=()
+  for g in "${GROUPS_[@]}"; do
+    (for e in $g; do one_eval $e; done) &
+    EP+=($!)
   done
+  wait "${EP[@]}"
 fi
 wait $GP
 echo "gpu_run.sh exit $? at $(el) s"
 tar czf "$O/run.tgz" -C "$R" "$N"
 cp "$R/$N/train-log.json" "$R/$N/gen.out" "$O/" 2>/dev/null
 tail -25 "$O/gpu_run.out"
-for e in ${TM_EVALS:-main fresh fp8}; do tail -14 "$O/eval-tiny-$e.out" 2>/dev/null; done
+TE=${TM_EVALS:-main fresh fp8}
+for e in ${TE//|/ }; do tail -14 "$O/eval-tiny-$e.out" 2>/dev/null; done
 echo "total $(el) s"
