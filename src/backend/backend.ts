@@ -71,6 +71,12 @@ export interface Backend {
   /** out [M, N] = x [M, K] · w [N, K]^T; w may be an Fp8Weight (its dequantized values). */
   matmul(out: Tensor, x: Tensor, w: Tensor): void;
   /**
+   * Optional: outs[i] = x · ws[i]^T for every i, exactly the results of matmul(outs[i], x,
+   * ws[i]) one by one (weights of one K, any N): the projections that read the same input
+   * (q, k, v and the MSA index q, k) as one call, where a backend saves per-call work by it.
+   */
+  matmulMany?(outs: readonly Tensor[], x: Tensor, ws: readonly Tensor[]): void;
+  /**
    * Optional: the least row count M from which every row of `matmul(·, x, w)` has the same
    * bits whatever rows one call takes (decode kernels may split K by M below it). Absent:
    * unknown, so callers that need it (GEMM + reduce-scatter) must not split the rows.

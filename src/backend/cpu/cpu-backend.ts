@@ -199,6 +199,21 @@ export class CpuBackend implements Backend {
     );
   }
 
+  /** The matmuls in one pool job (one wake and one wait, not one per weight). */
+  matmulMany(outs: readonly Tensor[], x: Tensor, ws: readonly Tensor[]): void {
+    const K = x.shape[x.shape.length - 1]!;
+    const M = numel(x.shape) / K;
+    const xv = f32(x, 'matmulMany.x');
+    const jobs = ws.map((w, i) => {
+      const [N, Kw] = w.shape as [number, number];
+      if (Kw !== K)
+        throw new Error(`matmulMany: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
+      const out = f32(outs[i]!, 'matmulMany.out', [M, N]);
+      return { out, x: xv, w: this.weights.of(w as CpuTensor, f32(w, 'matmulMany.w')), M, N };
+    });
+    this.kernels.matmuls(jobs, 0, K);
+  }
+
   add(out: Tensor, a: Tensor, b: Tensor): void {
     const o = f32(out, 'add.out', a.shape);
     const av = f32(a, 'add.a');

@@ -28,9 +28,13 @@ export function attentionBlock(
   const q = ctx.output([T, H * Dh]); // [T, H·Dh]
   const k = ctx.output([T, Hkv * Dh]); // [T, Hkv·Dh]
   const v = ctx.output([T, Hkv * Dh]); // [T, Hkv·Dh]
-  b.matmul(q, x, w.qProj);
-  b.matmul(k, x, w.kProj);
-  b.matmul(v, x, w.vProj);
+  const index = w.index && kv.indexK ? indexProjections(ctx, Hkv) : null;
+  const outs = [q, k, v, ...(index ? [index.iq, index.ik] : [])];
+  const idxW = index ? w.index : null;
+  const ws = [w.qProj, w.kProj, w.vProj, ...(idxW ? [idxW.qProj, idxW.kProj] : [])];
+  // every projection of x at once where the backend can (one thread-pool job on the CPU)
+  if (b.matmulMany) b.matmulMany(outs, x, ws);
+  else outs.forEach((o, i) => b.matmul(o, x, ws[i]!));
   // q/k norms, RoPE, K/V cache writes (one kernel where the backend fuses them).
   normRopeCache(
     b,
@@ -52,7 +56,7 @@ export function attentionBlock(
     meta,
   );
 
-  const blocks = w.index && kv.indexK ? selectBlocks(ctx, w, kv.indexK, x, Hkv) : null;
+  const blocks = index && kv.indexK ? selectBlocks(ctx, w, kv.indexK, index, Hkv) : null;
   const attn = ctx.output([T, H * Dh]); // [T, H·Dh]
   b.attention(attn, q, kv.k, kv.v, meta, {
     numHeads: H,
@@ -66,12 +70,26 @@ export function attentionBlock(
   return attn;
 }
 
-/** The MSA index branch: one index query head per local KV head, one shared index key. */
+interface IndexProjections {
+  readonly iq: Tensor;
+  readonly ik: Tensor;
+}
+
+/** Outputs of the MSA index projections: one index query head per local KV head, one key. */
+function indexProjections(ctx: StepContext, Hkv: number): IndexProjections {
+  const T = ctx.numTokens;
+  const Di = ctx.cfg.sparse!.indexDim;
+  const iq = ctx.output([T, Hkv * Di]); // [T, Hkv·Didx]
+  const ik = ctx.output([T, Di]); // [T, Didx]
+  return { iq, ik };
+}
+
+/** The MSA index branch on its projections (indexProjections, computed with q/k/v). */
 function selectBlocks(
   ctx: StepContext,
   w: AttentionWeights,
   indexK: Tensor,
-  x: Tensor,
+  { iq, ik }: IndexProjections,
   Hkv: number,
 ): Tensor {
   const { backend: b, cfg, meta } = ctx;
@@ -79,10 +97,6 @@ function selectBlocks(
   const idx = w.index!;
   const T = ctx.numTokens;
   const Di = sparse.indexDim;
-  const iq = ctx.output([T, Hkv * Di]); // [T, Hkv·Didx]
-  const ik = ctx.output([T, Di]); // [T, Didx]
-  b.matmul(iq, x, idx.qProj);
-  b.matmul(ik, x, idx.kProj);
   // Index q/k norms, RoPE, the index-key cache write (scale 1).
   normRopeCache(
     b,

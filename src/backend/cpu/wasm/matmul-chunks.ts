@@ -12,6 +12,8 @@ export interface MatmulJob {
   readonly x: Float32Array;
   readonly w: Float32Array | Uint16Array | PackedPanels;
   readonly M: number;
+  /** Columns of w, where they differ from the call's N (CpuKernels.matmuls). */
+  readonly N?: number;
 }
 
 /** One matmul cut into about `n` chunks: by whole column tiles, or by rows when N is small. */
