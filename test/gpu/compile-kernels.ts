@@ -23,7 +23,7 @@ const VARIANTS: Record<string, Record<string, string | number>[]> = {
     { ATTN_T: 'float', ATTN_MH: 1, ATTN_MD: 1 },
   ],
   'attention-prefill': [{ FA_DH: 128 }],
-  'attention-prefill-wg': [{ FA_VSWAP: 0 }],
+  'attention-prefill-wg': [{ FA_SPARSE: 0 }],
 };
 
 function arg(name: string): string | undefined {

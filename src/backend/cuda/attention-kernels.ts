@@ -90,7 +90,7 @@ export const ATTENTION_PREFILL_WG = kernel({
   args: { ...PAGED_ATTENTION_ARGS, blocks: 'ptr', topk: 'i32', nbw: 'i32' },
   launch:
     'grid (H, ceil(T/128)), block 256 (+32 with FA_WS), dyn smem 128*128*2 + 3*2*128*128*2 + FA_SPARSE*130*nbw*4',
-  defines: ['FA_VSWAP', 'FA_SPARSE', 'FA_WS'],
+  defines: ['FA_SPARSE', 'FA_WS'],
 });
 
 // ------------------------------------------------------------------ kernels/msa.cu

@@ -41,10 +41,8 @@ export function wgPrefillFits(
   );
 }
 
-/** Variants of the kernel for the GPU check and benches (defaults: neither). */
+/** Variants of the kernel for the GPU check and benches (default: none). */
 export interface WgVariant {
-  /** FA_VSWAP: the other reading of V's descriptor strides (a diagnostic). */
-  readonly vSwap?: boolean;
   /** FA_WS: a ninth warp loads K/V, mbarriers hand stages to the consumers. */
   readonly loaderWarp?: boolean;
 }
@@ -84,7 +82,6 @@ export function attentionPrefillWg(
       block: [variant.loaderWarp ? 288 : 256, 1, 1],
       smem: STAGE_SMEM + bitmapSmem(nbw),
       defines: {
-        FA_VSWAP: variant.vSwap ? 1 : 0,
         FA_SPARSE: sparse ? 1 : 0,
         FA_WS: variant.loaderWarp ? 1 : 0,
       },

@@ -44,9 +44,6 @@ constexpr int CHUNKS = DH / 8;              // 16-byte chunks per row
 constexpr int Q_BYTES = BM * DH * 2;        // 32 KiB
 constexpr int TILE_BYTES = BN * DH * 2;     // one K or V tile, 32 KiB
 constexpr float LOG2E = 1.4426950408889634f;
-#ifndef FA_VSWAP
-#define FA_VSWAP 0
-#endif
 #ifndef FA_SPARSE
 #define FA_SPARSE 0
 #endif
@@ -56,8 +53,11 @@ constexpr float LOG2E = 1.4426950408889634f;
 // FA_WS 1: a ninth warp loads the K/V tiles and mbarriers hand stages between it and the
 // consumers, so the two warpgroups need not meet at a block barrier every tile.
 constexpr int ALL_THREADS = THREADS + (FA_WS ? 32 : 0);
-// V's descriptor strides (FA_VSWAP 1 swaps them: the other reading of the PTX table).
-constexpr unsigned V_LBO = FA_VSWAP ? 128 : 2048, V_SBO = FA_VSWAP ? 2048 : 128;
+// V's descriptor strides (PTX ISA, canonical MN-major layout without swizzle: SBO steps along
+// N, LBO along K). The other reading (LBO along N) would step 16 x 2 KiB along the dims and
+// read past the last stage's V tile: session 8 W1's memcheck caught that form (FA_VSWAP, since
+// removed) out of range of shared memory, while this one ran clean.
+constexpr unsigned V_LBO = 2048, V_SBO = 128;
 
 /** Shared-memory matrix descriptor, no swizzle (layout type 0); byte offsets in 16 B units. */
 __device__ __forceinline__ unsigned long long sdesc(const void* p, unsigned lbo, unsigned sbo) {
