@@ -55,6 +55,21 @@ const CHUNKS_PER_THREAD = 4;
  */
 const MIN_WAKE_FLOPS = 4_000_000;
 
+/**
+ * From this many bytes of K and V in a step's sequences (beyond half of a 2 MB L2) attention
+ * units touch their rows before reading them (attention.wat's $touch): the rows then come
+ * from DRAM or L3 many lines at a time. Below it they are mostly cached (a prefill of 512
+ * tokens: 0.5 MB) and touching only adds loads.
+ */
+const TOUCH_MIN_BYTES = 1 << 20;
+
+/** Bytes of the cache that the step's sequences hold, `rowBytes` per position. */
+function cacheBytes(batch: ForwardBatch, rowBytes: number): number {
+  let n = 0;
+  for (const s of batch.seqs) n += s.numCached + s.numNew;
+  return n * rowBytes;
+}
+
 export interface CpuKernelsOptions {
   /** Threads the kernels use, the caller's included (default 1). */
   readonly threads?: number;
@@ -82,6 +97,12 @@ export interface CpuKernelsOptions {
    * always exercise the workers). Outputs are the same bits either way.
    */
   readonly adaptiveThreads?: boolean;
+  /**
+   * Attention touches each unit's cache rows before reading them from this many bytes of K
+   * and V in the step's sequences (default TOUCH_MIN_BYTES; tests set 0 or Infinity).
+   * Touching only loads: the outputs are the same bits either way.
+   */
+  readonly attentionTouchMinBytes?: number;
 }
 
 /**
@@ -107,12 +128,14 @@ export class CpuKernels {
   private readonly msaScores = new HeapScratch(this.heap);
   private readonly minParallelFlops: number;
   private readonly minWakeFlops: number;
+  private readonly touchMinBytes: number;
   private readonly zeroFn: (p: number, bytes: number) => void;
   private readonly mode: ThreadMode;
 
   constructor(o: CpuKernelsOptions = {}) {
     this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
     this.minWakeFlops = o.minWakeFlops ?? o.minParallelFlops ?? MIN_WAKE_FLOPS;
+    this.touchMinBytes = o.attentionTouchMinBytes ?? TOUCH_MIN_BYTES;
     const threads = o.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
       throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
@@ -266,9 +289,14 @@ export class CpuKernels {
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
     const blistLen = (maxBlocks + 1 + 3) & ~3; // + the touch result (attention.wat)
     const keysLen = (maxKeys + 8 + 3) & ~3;
-    const units = T * a.numKvHeads;
     const flops = 4 * a.headDim * a.numHeads * T * maxKeys;
-    const n = Math.min(units, this.chunksFor(flops));
+    const chunks = this.chunksFor(flops);
+    // Dense with tokens enough for every chunk: a unit takes all KV groups of its token (one
+    // pass touches whole cache rows), else one (token, group).
+    const gpu = a.blocks === null && a.numKvHeads > 1 && T >= chunks ? a.numKvHeads : 1;
+    const units = (T * a.numKvHeads) / gpu;
+    const n = Math.min(units, chunks);
+    const touch = cacheBytes(batch, 8 * a.numKvHeads * a.headDim) >= this.touchMinBytes ? 1 : 0;
     const rows: Row[] = [];
     for (let i = 0; i < n; i++) {
       const s = this.scratch[i]!.f32(blistLen + 2 * keysLen); // blist, then two heads' scores
@@ -276,7 +304,7 @@ export class CpuKernels {
       // prettier-ignore
       rows.push(['attention', a.out.byteOffset, a.q.byteOffset, a.k.byteOffset, a.v.byteOffset,
         this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
-        a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, sp, sp + keysLen * 4]);
+        a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, sp, sp + keysLen * 4, gpu, touch]);
     }
     this.run(rows, flops);
   }

@@ -161,6 +161,30 @@ describe.each(FMA_MODES)('WASM SIMD paged attention (fma %s)', (fma) => {
       expect(Array.from(a.out)).toEqual(Array.from(one));
     },
   );
+
+  // Units of every KV group of a token (dense, tokens >= chunks) or of one, rows touched
+  // first or not: only loads and the order of units change, never a result bit.
+  it.each([
+    ['dense', 0],
+    ['MSA blocks', 3],
+  ])('gives the same bits with and without touching, on 1, 2 and 4 threads (%s)', (_n, topk) => {
+    const ref = new CpuKernels({ fma, attentionTouchMinBytes: Infinity });
+    // prettier-ignore
+    const c = attentionCase(ref, [[0, 9], [13, 1], [30, 3], [4, 1], [50, 1]], topk);
+    const a = c.args(ref.heap.f32(c.T * H * Dh));
+    ref.attention(a, c.batch, c.layout);
+    const want = Array.from(a.out);
+    // 4 threads: 16 chunks for 15 tokens, so dense units are (token, group) again
+    for (const threads of [1, 2, 4]) {
+      const k = new CpuKernels({ fma, threads, minParallelFlops: 0, attentionTouchMinBytes: 0 });
+      // prettier-ignore
+      const d = attentionCase(k, [[0, 9], [13, 1], [30, 3], [4, 1], [50, 1]], topk);
+      const b = d.args(k.heap.f32(d.T * H * Dh));
+      k.attention(b, d.batch, d.layout);
+      expect(Array.from(b.out)).toEqual(want);
+      k.close();
+    }
+  });
 });
 
 describe.each(FMA_MODES)('WASM MSA block selection (fma %s)', (fma) => {
