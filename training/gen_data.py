@@ -46,7 +46,7 @@ def _msgs(rng, user, history=True, wide=False):
 
 def arithmetic_sample(rng):
     q, steps, numbers = arith_train.problem(rng)
-    reasoning, r = worked(steps, numbers, rng, op_words.keys_for(q, steps))
+    reasoning, r = worked(steps, numbers, rng, op_words.keys_for(q, steps) if arith_train.RUN9 else None)
     content = f"The answer is {r}.\n#### {r}"
     return [dict(kind="arithmetic", prompt=R.render_prompt(_msgs(rng, q, wide=True)), completion=R.render_completion(reasoning, content))]
 
@@ -215,8 +215,10 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--template", default=str(Path(__file__).parent.parent / "models/moeserve-tiny-m3/tokenizer_config.json"))
     ap.add_argument("--eval-out")
+    ap.add_argument("--run9", action="store_true", help="run 9's data: the key line and arith_sem.py (not bundled)")
     ap.add_argument("--render-cases", help="write the rendering fixture for src/datagen/python-render.test.ts")
     a = ap.parse_args()
+    arith_train.RUN9 = a.run9  # before the pool forks
     if a.render_cases:
         Path(a.render_cases).write_text(json.dumps(render_cases(a.seed), indent=1, ensure_ascii=False) + "\n")
     if a.eval_out:
