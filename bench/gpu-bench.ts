@@ -5,7 +5,7 @@
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
  *        [--prefill-attention tensor-cores|wgmma|scalar] [--quantization fp8 | none,fp8]
  *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--attention-ws]
- *        [--moe-lanes 6,8]
+ *        [--moe-lanes 6,8] [--fp8-decode default,v8] [--moe-scan serial,warp]
  * The prefill rows print the whole per-op profile, its sum, the device span and the largest
  * gaps between ops (where host time goes that no op accounts for). --attention-alone times
  * dense prefill attention alone per kernel first (prefill-attention-time.ts); --moe-lanes times
@@ -13,6 +13,8 @@
  * Writes gpu-bench.json and gpu-bench.md under --out (default $OUT or .). --quantization
  * none,fp8 benches the bf16 weights, quantizes the same weights and benches again (one weight
  * build): gpu-bench-none.*, gpu-bench-fp8.* and a table of FP8 / bf16 on stdout.
+ * --fp8-decode / --moe-scan time the decode batches once per FP8 decode-kernel choice and MoE
+ * tile-table kernel (the per-op profile only for the first).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,6 +49,8 @@ import {
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
 import { setMoeLanes } from '../src/backend/cuda/moe-expert-gemm.js';
+import { setMoeScan, type MoeScan } from '../src/backend/cuda/moe-ops.js';
+import { setFp8DecodeChoice, type Fp8DecodeChoice } from '../src/backend/cuda/skinny-gemm.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -56,6 +60,8 @@ function arg(name: string, fallback: string): string {
 const PAGE = 128;
 
 interface DecodeRow {
+  /** FP8 decode kernels (fp8DenseKernel / fp8MoeKernel, or v8) and the MoE tile-table kernel. */
+  variant: string;
   profile: Record<string, number>;
   batch: number;
   graphMs: number;
@@ -78,6 +84,8 @@ async function timeDecode(
   pagesPerSeq: number,
   ceil: Ceilings,
   linearBytes: number,
+  variant: string,
+  profile: boolean,
 ): Promise<DecodeRow> {
   const cfg = model.cfg;
   const step = (b: ForwardBatch) => model.forward(b, kv);
@@ -87,13 +95,14 @@ async function timeDecode(
   let distinct = 0;
   for (const ids of Object.values(routed.routedExperts)) distinct += new Set(ids).size;
   const moeLayers = Object.keys(routed.routedExperts).length;
-  const prof = await profileOps(gpu, () => step(batch));
-  console.log(
-    `per-op device ms at B=${B} (eager step): ${prof
-      .slice(0, 12)
-      .map(([k, v]) => `${k} ${v.toFixed(3)}`)
-      .join('; ')}`,
-  );
+  const prof = profile ? await profileOps(gpu, () => step(batch)) : [];
+  if (profile)
+    console.log(
+      `per-op device ms at B=${B} (eager step): ${prof
+        .slice(0, 12)
+        .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+        .join('; ')}`,
+    );
   const eager: number[] = [];
   for (let r = 0; r < 3; r++) {
     const t0 = performance.now();
@@ -114,6 +123,7 @@ async function timeDecode(
   const kvBytes = B * (context + 1) * kvPerToken;
   const rooflineMs = ((weightBytes + kvBytes) / (ceil.copyTBs * 1e12)) * 1e3;
   return {
+    variant,
     profile: Object.fromEntries(prof.map(([k, v]) => [k, Number(v.toFixed(4))])),
     batch: B,
     graphMs,
@@ -225,11 +235,11 @@ function markdown(
     '',
     `Decode (context ${context} per sequence, CUDA graph replay, device time, median of 20):`,
     '',
-    '| batch | step ms (graph) | step ms (eager, host) | attention ms (device) | experts/layer | weights GB | KV GB | roofline ms | % of roofline |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| variant | batch | step ms (graph) | step ms (eager, host) | attention ms (device) | experts/layer | weights GB | KV GB | roofline ms | % of roofline |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.batch} | ${r.graphMs.toFixed(3)} | ${r.eagerMs.toFixed(2)} | ${r.attentionMs.toFixed(3)} | ${r.distinctExperts.toFixed(1)} | ${r.weightGB.toFixed(2)} | ${r.kvGB.toFixed(3)} | ${r.rooflineMs.toFixed(3)} | ${(100 * r.fraction).toFixed(0)}% |`,
+        `| ${r.variant} | ${r.batch} | ${r.graphMs.toFixed(3)} | ${r.eagerMs.toFixed(2)} | ${r.attentionMs.toFixed(3)} | ${r.distinctExperts.toFixed(1)} | ${r.weightGB.toFixed(2)} | ${r.kvGB.toFixed(3)} | ${r.rooflineMs.toFixed(3)} | ${(100 * r.fraction).toFixed(0)}% |`,
     ),
     '',
     'Correctness against the CPU backend: ' + JSON.stringify(check),
@@ -266,6 +276,10 @@ interface Setup {
   out: string;
   /** Output file stem: gpu-bench, or gpu-bench-<quantization> when one run does several. */
   stem: string;
+  /** --fp8-decode: FP8 decode kernel choices timed in turn (default, v8). */
+  fp8Decode: readonly Fp8DecodeChoice[];
+  /** --moe-scan: MoE tile-table kernels timed in turn (serial, warp). */
+  moeScans: readonly MoeScan[];
 }
 
 interface PassResult {
@@ -307,13 +321,34 @@ async function runPass(s: Setup, quantization: string, weights: ModelWeights): P
   }
   setMoeLanes(4);
   const rows: DecodeRow[] = [];
-  for (const B of s.batches) {
-    const r = await timeDecode(gpu, model, kv, B, context, pagesPerSeq, ceil, linearBytes);
-    console.log(
-      `${quantization} decode B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`,
-    );
-    rows.push(r);
-  }
+  const choices = quantization === 'fp8' ? s.fp8Decode : (['default'] as const);
+  for (const scan of s.moeScans)
+    for (const choice of choices) {
+      setMoeScan(scan);
+      setFp8DecodeChoice(choice);
+      const variant = `${choice}/${scan}`;
+      for (const B of s.batches) {
+        const first = rows.length < s.batches.length;
+        const r = await timeDecode(
+          gpu,
+          model,
+          kv,
+          B,
+          context,
+          pagesPerSeq,
+          ceil,
+          linearBytes,
+          variant,
+          first,
+        );
+        console.log(
+          `${quantization} decode [${variant}] B=${B}: ${r.graphMs.toFixed(3)} ms graph, ${r.eagerMs.toFixed(2)} ms eager, roofline ${r.rooflineMs.toFixed(3)} ms (${(100 * r.fraction).toFixed(0)}%)`,
+        );
+        rows.push(r);
+      }
+    }
+  setMoeScan('serial');
+  setFp8DecodeChoice('default');
   mkdirSync(s.out, { recursive: true });
   writeFileSync(
     join(s.out, `${s.stem}.json`),
@@ -347,9 +382,14 @@ function ratios(b: PassResult, f: PassResult): string {
     '| | bf16 | FP8 | FP8 / bf16 |',
     '|---|---|---|---|',
     `| weight memory GB | ${b.weightGB.toFixed(3)} | ${f.weightGB.toFixed(3)} | ${(f.weightGB / b.weightGB).toFixed(3)} |`,
-    ...b.decode.map((r, i) => {
-      const q = f.decode[i]!;
-      return `| decode graph step B=${r.batch} ms (% of own roofline) | ${r.graphMs.toFixed(3)} (${pct(r)}) | ${q.graphMs.toFixed(3)} (${pct(q)}) | ${(q.graphMs / r.graphMs).toFixed(3)} |`;
+    ...f.decode.flatMap((q) => {
+      // bf16 with the same MoE tile-table kernel and batch.
+      const scan = q.variant.split('/')[1];
+      const r = b.decode.find((x) => x.batch === q.batch && x.variant.split('/')[1] === scan);
+      if (!r) return [];
+      return [
+        `| decode graph step B=${q.batch} ms (% of own roofline) [FP8 ${q.variant}] | ${r.graphMs.toFixed(3)} (${pct(r)}) | ${q.graphMs.toFixed(3)} (${pct(q)}) | ${(q.graphMs / r.graphMs).toFixed(3)} |`,
+      ];
     }),
     ...b.prefill.map((p, i) => {
       const q = f.prefill[i]!;
@@ -415,7 +455,15 @@ async function main(): Promise<void> {
     PAGE,
     kvCacheDtype,
   );
+  const fp8Decode = arg('fp8-decode', 'default').split(',') as Fp8DecodeChoice[];
+  const moeScans = arg('moe-scan', 'serial').split(',') as MoeScan[];
+  if (fp8Decode.some((c) => c !== 'default' && c !== 'v8'))
+    throw new Error('--fp8-decode takes default and/or v8');
+  if (moeScans.some((c) => c !== 'serial' && c !== 'warp'))
+    throw new Error('--moe-scan takes serial and/or warp');
   const setup = {
+    fp8Decode,
+    moeScans,
     gpu,
     ceil,
     cfg,

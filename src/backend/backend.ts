@@ -54,6 +54,13 @@ export interface Backend {
    * weights (the CPU reference), which is what every op on an Fp8Weight is defined to compute.
    */
   readonly fp8?: Fp8WeightOps;
+  /**
+   * Marks `t` as holding the dequantized values of an FP8 weight of `scaling`, on a backend
+   * without `fp8` (the CPU): its ops then compute what they compute on that FP8 weight, the
+   * W8A8 rule included (tensor/fp8-activation.ts). The loader, `--quantization fp8` and the
+   * GPU checks' weight mirrors call it; marking a view marks the tensor it lies in.
+   */
+  markDequantizedFp8?(t: Tensor, scaling: Fp8Scaling): void;
   /** Same storage, another shape with the same element count. */
   view(t: Tensor, shape: Shape): Tensor;
   /** Rows [start, start+count) of the outermost dimension, sharing storage. */
@@ -68,7 +75,12 @@ export interface Backend {
   rmsNorm(out: Tensor, x: Tensor, w: Tensor, eps: number): void;
   /** residual += x (in place), then out = rmsNorm(residual). */
   addRmsNorm(out: Tensor, residual: Tensor, x: Tensor, w: Tensor, eps: number): void;
-  /** out [M, N] = x [M, K] · w [N, K]^T; w may be an Fp8Weight (its dequantized values). */
+  /**
+   * out [M, N] = x [M, K] · w [N, K]^T; w may be an Fp8Weight (its dequantized values). On a
+   * block-FP8 weight (or one marked with markDequantizedFp8) where `w8a8Applies` (M ≥ 257,
+   * tensor/fp8-activation.ts), x is first quantized per row and 128 inputs (W8A8): out means
+   * Q(x) · w^T.
+   */
   matmul(out: Tensor, x: Tensor, w: Tensor): void;
   /**
    * Optional: outs[i] = x · ws[i]^T for every i, exactly the results of matmul(outs[i], x,
@@ -137,6 +149,8 @@ export interface Backend {
    * out [T, D] = Σ_j weights[t, j] · Expert_{ids[t, j]}(x[t]) over experts this rank holds
    * (global ids firstExpert .. firstExpert+E_local-1; other ids contribute nothing).
    * Expert e: down[e] · swigluOai(gateUp[e] · x). gateUp [E_local, 2I, D], down [E_local, D, I].
+   * Block-FP8 experts where `w8a8MoeApplies` (T ≥ 257 tokens, tensor/fp8-activation.ts) take
+   * W8A8: x is quantized per row and 128 inputs before gate|up, the SwiGLU output before down.
    */
   moe(
     out: Tensor,
@@ -146,6 +160,12 @@ export interface Backend {
     experts: ExpertWeights,
     o: MoeOptions,
   ): void;
+  /**
+   * Optional: false when `moe` on these experts at T tokens reads the device on the host (CUDA:
+   * W8A8 experts at prefill sizes plan their per-expert GEMMs from the row counts), so a step
+   * that runs it must not be captured into a CUDA graph. Absent: always capturable.
+   */
+  moeCapturable?(T: number, experts: ExpertWeights): boolean;
   /** out [R, D] = x rows listed in meta.logitRows. */
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void;
   /**

@@ -42,6 +42,7 @@ import { PRESETS } from '../../src/model/weights/random-presets.js';
 import { F8E4M3_TABLE } from '../../src/tensor/dtype.js';
 import { BLOCK_FP8, isFp8Weight, MXFP8, type Fp8Scaling } from '../../src/tensor/fp8-weight.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
+import { W8A8_MIN_ROWS } from '../../src/tensor/fp8-activation.js';
 import { countDiff, groupScaled, randArray, relErr, rng, type Row } from './check-util.js';
 import { compareLogits } from './golden-check.js';
 import { moeRoutes } from './moe-check.js';
@@ -105,6 +106,7 @@ function denseChecks(cpu: Backend, gpu: CudaBackend): Row[] {
     const h = randomFp8([N, K], s, 11);
     const gw = gpuFp8(gpu, [N, K], s, h);
     const cw = cpu.upload(h.values, [N, K], 'bf16');
+    cpu.markDequantizedFp8!(cw, s);
     rows.push({
       check: `${name(s)} readF32 = code · scale`,
       value: `${countDiff(gpu.readF32(gw), h.values)} differ`,
@@ -117,7 +119,9 @@ function denseChecks(cpu: Backend, gpu: CudaBackend): Row[] {
       const co = cpu.alloc([M, N], 'f32');
       gpu.matmul(go, gpu.upload(x, [M, K], 'bf16'), gw);
       cpu.matmul(co, cpu.upload(x, [M, K], 'bf16'), cw);
-      const path = M <= 256 ? 'decode kernel' : 'dequantize + cuBLAS';
+      // Per-row random scales (blocks not sharing one): W8A8 on cuBLASLt's VEC128 weight scales.
+      const path =
+        M <= 256 ? 'decode kernel' : s.kind === 'block' ? 'W8A8 cuBLASLt' : 'dequantize + cuBLAS';
       const lim = M <= 256 || s.kind === 'mx' ? GEMM_LIMIT : BF16_LIMIT;
       rows.push(
         row(
@@ -185,6 +189,8 @@ function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
       firstExpert: 0,
       numLocalExperts: E + 1,
     };
+    cpu.markDequantizedFp8!(cew.gateUp, s);
+    cpu.markDequantizedFp8!(cew.down, s);
     for (const T of [1, 8, 64, 1500]) {
       const routes = moeRoutes(cpu, { T, D, I, E, topK }, 30 + T);
       const x = groupScaled(randArray(T * D, 40 + T), D);
@@ -203,13 +209,14 @@ function moeChecks(cpu: Backend, gpu: CudaBackend): Row[] {
       const ref = run(cpu, cew);
       rows.push(
         row(
-          `${name(s)} moe T=${T} D=${D} I=${I} ${E}+1 top-${topK} (FP8 tiles) vs CPU`,
+          `${name(s)} moe T=${T} D=${D} I=${I} ${E}+1 top-${topK} (${T >= W8A8_MIN_ROWS && s.kind === 'block' ? 'W8A8 per expert' : 'FP8 tiles'}) vs CPU`,
           relErr(run(gpu, gew), ref),
           BF16_LIMIT,
         ),
       );
-      // Block FP8 on each tile kernel (the default above is fp8MoeKernel's for T).
-      for (const k of s.kind === 'block' ? FP8_DECODE_KERNELS : []) {
+      // Block FP8 on each tile kernel (the default above is fp8MoeKernel's for T; from 257
+      // tokens the op is W8A8, which no tile kernel computes).
+      for (const k of s.kind === 'block' && T < W8A8_MIN_ROWS ? FP8_DECODE_KERNELS : []) {
         const out = gpu.alloc([T, D], 'bf16');
         const up = (v: Float32Array | Int32Array, sh: number[], dt: 'bf16' | 'i32' | 'f32') =>
           gpu.upload(v, sh, dt);
@@ -319,7 +326,8 @@ function realShapeChecks(gpu: CudaBackend, cpu: Backend): Row[] {
   const dn = gpu.fp8!.quantize(filled([E + 1, D, I], 2 / Math.sqrt(I))) as CudaFp8Weight;
   const e8 = { gateUp: gu, down: dn, firstExpert: 0, numLocalExperts: E + 1 };
   const eb = { gateUp: bf16Of(gu), down: bf16Of(dn), firstExpert: 0, numLocalExperts: E + 1 };
-  for (const T of [8, 2048]) {
+  // W8A16 sizes (W8A8 from 257 tokens is checked against the CPU in w8a8-check.ts).
+  for (const T of [8, 256]) {
     const routes = moeRoutes(cpu, { T, D, I, E, topK }, 50 + T);
     const x = gpu.upload(groupScaled(randArray(T * D, 60 + T), D), [T, D], 'bf16');
     const ids = gpu.upload(routes.ids, [T, topK + 1], 'i32');

@@ -1,7 +1,7 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8 (default), attention,
+ *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,w8a8,kv-fp8 (default), attention,
  *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops, fused, moe] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
@@ -41,6 +41,7 @@ import { checkFusionCapture, checkGolden, checkGoldenExpect } from './golden-che
 import { checkLoading } from './load-check.js';
 import { checkFp8 } from './fp8-check.js';
 import { checkFp8Real } from './fp8-real-check.js';
+import { checkW8a8 } from './w8a8-check.js';
 import { checkKvFp8 } from './kv-fp8-check.js';
 import { checkNormRopeCache } from './norm-rope-cache-check.js';
 import { checkTinyLong } from './tiny-long-check.js';
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
   const only = new Set(
-    arg('only', 'smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,kv-fp8').split(','),
+    arg('only', 'smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,w8a8,kv-fp8').split(','),
   );
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
@@ -218,6 +219,11 @@ async function main(): Promise<void> {
   if (only.has('fp8')) {
     const rows = await checkFp8(cpu, gpu, golden);
     printTable('FP8 weights: CUDA vs CPU on the same quantized weights', rows);
+    all.push(...rows);
+  }
+  if (only.has('w8a8')) {
+    const rows = await checkW8a8(cpu, gpu);
+    printTable('W8A8 (block FP8 from 257 rows): quantizer, scale tables, GEMMs vs CPU', rows);
     all.push(...rows);
   }
   if (only.has('kv-fp8')) {

@@ -107,6 +107,9 @@ export class LazyExpertCpuBackend extends CpuBackend {
       firstExpert: 0,
       numLocalExperts: used.length,
     };
+    const [g, d] = [(ew.gateUp as LazyExperts).gpuTensor, (ew.down as LazyExperts).gpuTensor];
+    if (isFp8Weight(g)) this.markDequantizedFp8(compact.gateUp, g.scaling);
+    if (isFp8Weight(d)) this.markDequantizedFp8(compact.down, d.scaling);
     super.moe(out, x, this.upload(remapped, ids.shape, 'i32'), weights, compact, o);
   }
 }
@@ -114,8 +117,11 @@ export class LazyExpertCpuBackend extends CpuBackend {
 /** Copies the GPU weights to `cpu` (experts stay on the GPU, see LazyExpertCpuBackend). */
 export function mirrorWeights(gpu: CudaBackend, cpu: Backend, w: ModelWeights): ModelWeights {
   // FP8 weights arrive dequantized (code · scale, exact): the CPU computes on those values.
-  const copy = (t: Tensor): Tensor =>
-    cpu.upload(gpu.readF32(t), t.shape, isFp8Weight(t) ? 'bf16' : t.dtype);
+  const copy = (t: Tensor): Tensor => {
+    const c = cpu.upload(gpu.readF32(t), t.shape, isFp8Weight(t) ? 'bf16' : t.dtype);
+    if (isFp8Weight(t)) cpu.markDequantizedFp8!(c, t.scaling);
+    return c;
+  };
   const mlp = (m: MlpWeights | null): MlpWeights | null =>
     m ? { gateUp: copy(m.gateUp), down: copy(m.down) } : null;
   return {

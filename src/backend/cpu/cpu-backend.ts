@@ -10,6 +10,8 @@ import type {
 } from '../backend.js';
 import { layoutBatch, type BatchLayout, type ForwardBatch } from '../forward-batch.js';
 import type { DType } from '../../tensor/dtype.js';
+import { w8a8Applies, w8a8Dequantize, w8a8MoeApplies } from '../../tensor/fp8-activation.js';
+import type { Fp8Scaling } from '../../tensor/fp8-weight.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
@@ -47,6 +49,8 @@ export class CpuBackend implements Backend {
   private readonly weights: KernelWeights;
 
   private readonly poison: boolean;
+  /** Weights holding an FP8 weight's dequantized values, by the tensor they lie in. */
+  private readonly fp8Values = new WeakMap<CpuTensor, Fp8Scaling>();
 
   /** `threads`: threads the kernels use, this one included (default 1; `--cpu-threads`). */
   constructor(o: CpuBackendOptions = {}) {
@@ -97,6 +101,17 @@ export class CpuBackend implements Backend {
       throw new Error(`write: ${data.length} values for shape ${shapeStr(dst.shape)}`);
     d.set(data);
     this.weights.written(dst as CpuTensor);
+  }
+
+  markDequantizedFp8(t: Tensor, scaling: Fp8Scaling): void {
+    const c = t as CpuTensor;
+    this.fp8Values.set(c.base ?? c, scaling);
+  }
+
+  /** The FP8 scaling whose dequantized values `w` holds (markDequantizedFp8), if any. */
+  private fp8Scaling(w: Tensor): Fp8Scaling | undefined {
+    const c = w as CpuTensor;
+    return this.fp8Values.get(c.base ?? c);
   }
 
   /** Bytes of tensor memory in use (weights, KV cache, live scratch). */
@@ -189,14 +204,18 @@ export class CpuBackend implements Backend {
     const M = numel(x.shape) / K;
     if (!Number.isInteger(M) || x.shape[x.shape.length - 1] !== K)
       throw new Error(`matmul: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
-    this.kernels.matmul(
-      f32(out, 'matmul.out', [M, N]),
-      f32(x, 'matmul.x'),
-      this.weights.of(w as CpuTensor, f32(w, 'matmul.w')),
-      M,
-      N,
-      K,
-    );
+    const o = f32(out, 'matmul.out', [M, N]);
+    const wk = this.weights.of(w as CpuTensor, f32(w, 'matmul.w'));
+    const xv = f32(x, 'matmul.x');
+    if (!w8a8Applies(this.fp8Scaling(w), M, N, K)) {
+      this.kernels.matmul(o, xv, wk, M, N, K);
+      return;
+    }
+    // W8A8 (tensor/fp8-activation.ts): the GEMM multiplies x's quantized values.
+    const q = this.kernels.heap.f32(M * K, false);
+    q.set(xv);
+    this.kernels.matmul(o, w8a8Dequantize(q, K), wk, M, N, K);
+    this.kernels.heap.free(q);
   }
 
   /** The matmuls in one pool job (one wake and one wait, not one per weight). */
@@ -325,6 +344,13 @@ export class CpuBackend implements Backend {
     const [T, D] = x.shape as [number, number];
     const I = experts.down.shape[2]!;
     const width = ids.shape[1]!;
+    const w8a8 = w8a8MoeApplies(
+      this.fp8Scaling(experts.gateUp),
+      this.fp8Scaling(experts.down),
+      T,
+      D,
+      I,
+    );
     moeRows(
       f32(out, 'moe.out', [T, D]),
       f32(x, 'moe.x'),
@@ -343,6 +369,7 @@ export class CpuBackend implements Backend {
       I,
       o,
       this.kernels,
+      w8a8,
     );
   }
 

@@ -36,7 +36,8 @@ import { loadCudaLibs } from './ffi.js';
 import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
 import { matmul, matmulRowInvariantFrom } from './matmul-ops.js';
-import { moe, routerTopK } from './moe-ops.js';
+import { freeLtScales } from './fp8-w8a8.js';
+import { moe, moeCapturable, routerTopK } from './moe-ops.js';
 import { normRopeCache as fusedNormRopeCache } from './norm-rope-cache.js';
 import { normRopeCacheSteps } from '../norm-rope-cache-steps.js';
 import type { OpContext } from './op-context.js';
@@ -170,7 +171,10 @@ export class CudaBackend implements Backend {
   }
 
   free(t: Tensor): void {
-    if (t instanceof CudaFp8Weight) this.free(t.scales);
+    if (t instanceof CudaFp8Weight) {
+      this.free(t.scales);
+      freeLtScales(this.dev, t);
+    }
     this.allocator.free(cuda(t, 'free'));
   }
 
@@ -338,6 +342,10 @@ export class CudaBackend implements Backend {
     o: MoeOptions,
   ): void {
     moe(this.ctx, this.gemm, out, x, ids, weights, experts, o);
+  }
+
+  moeCapturable(T: number, experts: ExpertWeights): boolean {
+    return moeCapturable(T, experts);
   }
 
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {

@@ -146,7 +146,7 @@ export const MOE_COUNT = kernel({
 });
 export const MOE_SCAN = kernel({
   file: 'moe',
-  names: ['moe_scan'],
+  names: ['moe_scan', 'moe_scan_warp'],
   args: {
     offsets: 'ptr',
     cursor: 'ptr',
@@ -395,4 +395,22 @@ export const FP8_QUANTIZE = kernel({
   names: ['fp8_quantize_blk_b'],
   args: { codes: 'ptr', S: 'ptr', w: 'ptr', N: 'i32', K: 'i32' },
   launch: 'grid (ceil(K/128), ceil(N/128)), block 256',
+});
+export const W8A8_QUANT = kernel({
+  file: 'fp8-w8a8',
+  names: ['w8a8_quant_b'],
+  args: { codes: 'ptr', S: 'ptr', x: 'ptr', M: 'i32', K: 'i32', offsets: 'ptr', E: 'i32' },
+  launch: 'grid (M), block 128',
+});
+export const W8A8_WSCALES_BLK = kernel({
+  file: 'fp8-w8a8',
+  names: ['w8a8_wscales_blk'],
+  args: { out: 'ptr', S: 'ptr', N: 'i32', Kb: 'i32', kbp: 'i32', mats: 'i32', bad: 'ptr' },
+  launch: 'grid-stride over mats*ceil(N/128)*Kb, block 256',
+});
+export const W8A8_WSCALES_VEC = kernel({
+  file: 'fp8-w8a8',
+  names: ['w8a8_wscales_vec'],
+  args: { out: 'ptr', S: 'ptr', N: 'i32', Kb: 'i32', mats: 'i32' },
+  launch: 'grid-stride over mats*N*Kb, block 256',
 });

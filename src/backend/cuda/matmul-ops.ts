@@ -12,6 +12,9 @@ import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { cuda, type CudaTensor } from './cuda-tensor.js';
 import * as ew from './elementwise-ops.js';
 import { fp8Dequantize } from './fp8-ops.js';
+import { w8a8Matmul } from './fp8-w8a8.js';
+import { ltFor } from './lt-fp8-gemm.js';
+import { w8a8Applies } from '../../tensor/fp8-activation.js';
 import { bf16Operand, fp8DenseKernel, fp8Operand, skinnyGemm } from './skinny-gemm.js';
 import type { OpContext } from './op-context.js';
 
@@ -64,7 +67,8 @@ export function matmul(
  * The least row count from which `matmul` gives a row the same bits whatever rows one call
  * takes: below it the decode kernels run, whose split of K depends on the row count (bf16 up
  * to 64 rows, FP8 up to 256 in slices of 64); from it cuBLAS, whose rows were bit-identical
- * across row counts at every shape gpu-check's GEMM-RS cases try.
+ * across row counts at every shape gpu-check's GEMM-RS cases try (block FP8 from 257 rows is
+ * cuBLASLt's W8A8 GEMM, whose row invariance no check has measured yet).
  */
 export function matmulRowInvariantFrom(w: Tensor, skinny: boolean): number {
   if (w instanceof CudaFp8Weight) return FP8_SKINNY_MAX_M + 1;
@@ -87,7 +91,9 @@ const BF16_SKINNY_MAX_M = 64;
 
 /**
  * x · w^T with an FP8 weight: M ≤ 256 (decode) on the FP8 skinny kernels (skinny-gemm.ts),
- * which reads the codes once per 64 rows; otherwise (prefill) w is dequantized to bf16 in a workspace for cuBLAS.
+ * which reads the codes once per 64 rows; block FP8 from 257 rows in W8A8 (fp8-w8a8.ts:
+ * x quantized, cuBLASLt's FP8 tensor cores; the rule is tensor/fp8-activation.ts's);
+ * otherwise (MXFP8 prefill, shapes neither takes) w is dequantized to bf16 for cuBLAS.
  */
 function matmulFp8(
   ctx: OpContext,
@@ -103,6 +109,10 @@ function matmulFp8(
   const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
   const xi = cuda(x, 'matmul.x', ['bf16']);
   if (M <= FP8_SKINNY_MAX_M && fp8SkinnyRows(ctx, o, xi.ptr, w, M, N, K)) return;
+  if (w8a8Applies(w.scaling, M, N, K)) {
+    w8a8Matmul(ctx, ltFor(ctx.dev), o, xi.ptr, w, M);
+    return;
+  }
   const wb = ctx.ws.get('matmul.fp8.w', N * K * 2);
   fp8Dequantize(ctx, wb, 'b', w);
   gemm.gemm(o.ptr, o.dtype as GemmType, xi.ptr, wb, 'bf16', M, N, K);
@@ -110,7 +120,8 @@ function matmulFp8(
 
 /**
  * Up to this many rows the FP8 decode kernel runs in slices of 64 (reading the codes once per
- * slice: 4 slices read 4 bytes per weight, still under dequantize + cuBLAS's 5).
+ * slice: 4 slices read 4 bytes per weight, still under dequantize + cuBLAS's 5). One below
+ * W8A8_MIN_ROWS (tensor/fp8-activation.ts), where block FP8 turns W8A8.
  */
 const FP8_SKINNY_MAX_M = 256;
 

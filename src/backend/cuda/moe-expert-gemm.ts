@@ -106,8 +106,13 @@ export function setMoeLanes(n: number): void {
   moeLanes = n;
 }
 
+/** The lane count the per-expert loops spread over (setMoeLanes). */
+export function moeLaneCount(): number {
+  return moeLanes;
+}
+
 /** Rows per expert, read from the device (waits for the stream). */
-function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
+export function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
   const off = new Int32Array(p.E + 1);
   ctx.dev.download(off, p.offsets);
   return off;
@@ -225,7 +230,16 @@ function loopGemms(
   const h = p.y; // gate|up [n, 2I] f32 and down [n, D] f32 never live at once
   forExperts(gemm, off, w.concurrent, (g, e) => {
     const r0 = off[e]!;
-    g(h + r0 * 2 * I * 4, 'f32', xs + r0 * D * 2, w.gateUpOf(e), 'bf16', off[e + 1]! - r0, 2 * I, D);
+    g(
+      h + r0 * 2 * I * 4,
+      'f32',
+      xs + r0 * D * 2,
+      w.gateUpOf(e),
+      'bf16',
+      off[e + 1]! - r0,
+      2 * I,
+      D,
+    );
   });
   launchKernel(
     ctx,

@@ -22,6 +22,9 @@ import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-exper
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { fp8Dequantize, fp8MmaFits } from './fp8-ops.js';
 import { fp8GemvMoe, gemvFits, gemvTileRows } from './fp8-gemv.js';
+import { ltFor } from './lt-fp8-gemm.js';
+import { w8a8MoeGemms } from './moe-w8a8.js';
+import { w8a8MoeApplies } from '../../tensor/fp8-activation.js';
 import {
   fp8MoeKernel,
   skinnyMoeGemms,
@@ -150,6 +153,18 @@ function planMoe(
   return { T, D, I, E, Kw, n, BT, maxTiles, mma, buf };
 }
 
+/**
+ * moe.cu's tile-table kernel: 'serial' (one thread, an expert at a time) or 'warp' (warp scans,
+ * 32 experts per step); the same table. Serial until a decode step measures the warp one.
+ */
+export type MoeScan = 'serial' | 'warp';
+let moeScan: MoeScan = 'serial';
+
+/** Picks the tile-table kernel (benchmarks: bench:gpu --moe-scan). */
+export function setMoeScan(s: MoeScan): void {
+  moeScan = s;
+}
+
 /** Counts per expert, tile table, and the permutation of token slots grouped by expert. */
 function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
   const { buf: b, n, E } = p;
@@ -159,7 +174,7 @@ function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
   launchKernel(
     ctx,
     MOE_SCAN,
-    'moe_scan',
+    moeScan === 'warp' ? 'moe_scan_warp' : 'moe_scan',
     { grid: [1, 1, 1], block: [32, 1, 1] },
     {
       offsets: b.offsets,
@@ -358,7 +373,21 @@ export function moe(
  */
 const FP8_MOE_TILES_MAX_TOKENS = 4096;
 
-/** FP8 experts on the FP8 kernels (tiles) or, for long prefills, dequantized per expert for cuBLAS. */
+/**
+ * Whether `moe` on these experts at T tokens only enqueues device work: not when it takes
+ * W8A8 (block FP8 at prefill sizes), whose per-expert GEMMs read the row counts on the host.
+ */
+export function moeCapturable(T: number, ew: ExpertWeights): boolean {
+  const { gateUp: gu, down: dn } = ew;
+  if (!(gu instanceof CudaFp8Weight) || !(dn instanceof CudaFp8Weight)) return true;
+  return !w8a8MoeApplies(gu.scaling, dn.scaling, T, gu.shape[2]!, dn.shape[2]!);
+}
+
+/**
+ * FP8 experts: W8A8 where its rule applies (moe-w8a8.ts, per-expert cuBLASLt; `path` and
+ * `fp8Kernel` pick among the W8A16 paths below it), else the FP8 tile kernels or, for long
+ * prefills, each expert dequantized for cuBLAS.
+ */
 function moeFp8(
   ctx: OpContext,
   gemm: CublasGemm,
@@ -377,6 +406,19 @@ function moeFp8(
 ): boolean {
   const { T, D, I, E, Kw } = dims;
   const { xo, xi, ii, wi, gu, dn } = t;
+  if (w8a8MoeApplies(gu.scaling, dn.scaling, T, D, I)) {
+    if (xi.dtype !== 'bf16') throw new Error(`moe: W8A8 experts take bf16 input, not ${xi.dtype}`);
+    if (ctx.dev.isCapturing)
+      throw new Error(
+        `moe: ${T} tokens on block-FP8 experts run W8A8 per expert (host-read row counts): not capturable`,
+      );
+    const p = planMoe(ctx, T, D, I, E, Kw, true, 'per-expert-cublas');
+    permute(ctx, p, ii.ptr, dims.first);
+    const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
+    const io = { x: xi.ptr, rw: wi.ptr, out: xo.ptr, outLetter: letter(xo, 'moe') };
+    w8a8MoeGemms(ctx, ltFor(ctx.dev), perm, gu, dn, io, o);
+    return true;
+  }
   const fp8 = xi.dtype === 'bf16' && fp8MmaFits(gu, D) && fp8MmaFits(dn, I);
   const how =
     path ?? (T > FP8_MOE_TILES_MAX_TOKENS && !ctx.dev.isCapturing ? 'per-expert-cublas' : 'tiles');

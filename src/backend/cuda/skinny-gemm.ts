@@ -9,7 +9,7 @@
  */
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
-import { fp8Gemv } from './fp8-gemv.js';
+import { fp8Gemv, GEMV_MAX_M } from './fp8-gemv.js';
 import {
   SKINNY_DOWN,
   SKINNY_GEMM,
@@ -60,7 +60,20 @@ export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
  * opt-in (checks, benchmarks) until it is.
  */
 export function fp8DenseKernel(M: number): Fp8DecodeKernel {
+  if (decodeChoice === 'v8' && M <= GEMV_MAX_M) return 'v8';
   return M > 8 && M <= 32 ? 'h8' : 'w8a16';
+}
+
+/**
+ * 'default': the choices above; 'v8': fp8-gemv.cu wherever it takes the shape (dense M ≤ 32,
+ * MoE T ≤ 64), the others beyond. Benchmarks compare the two in one process (bench:gpu
+ * --fp8-decode default,v8).
+ */
+export type Fp8DecodeChoice = 'default' | 'v8';
+let decodeChoice: Fp8DecodeChoice = 'default';
+
+export function setFp8DecodeChoice(c: Fp8DecodeChoice): void {
+  decodeChoice = c;
 }
 
 /**
@@ -69,6 +82,7 @@ export function fp8DenseKernel(M: number): Fp8DecodeKernel {
  * 2,048 prefill: 7.09 against 7.79 ms). 'v8' (the GEMV tiles) is opt-in until measured.
  */
 export function fp8MoeKernel(T: number): Fp8DecodeKernel {
+  if (decodeChoice === 'v8' && T <= 64) return 'v8';
   return T <= 64 ? 'h8' : 'w8a16';
 }
 

@@ -105,14 +105,20 @@ export class MiniMaxM3Model {
    * Whether `batch`'s forward may be recorded into a CUDA graph: every op only enqueues device
    * work with shapes fixed by the batch's size. Not when the step reads the device on the host
    * (expert parallelism plans its dispatch from the routes; captured routed experts; the
-   * all-reduce trace) or talks to other ranks.
+   * all-reduce trace; a backend's MoE that plans from the routes: W8A8 experts at prefill
+   * sizes) or talks to other ranks.
    */
   capturable(batch: ForwardBatch): boolean {
+    const T = batch.seqs.reduce((n, s) => n + s.numNew, 0);
+    const moeOk = this.weights.layers.every(
+      (l) => !l.moe || (this.backend.moeCapturable?.(T, l.moe.experts) ?? true),
+    );
     return (
       this.comm.worldSize === 1 &&
       !usesExpertParallel(this.layout) &&
       this.trace === undefined &&
-      batch.captureRoutedExperts !== true
+      batch.captureRoutedExperts !== true &&
+      moeOk
     );
   }
 

@@ -1,4 +1,5 @@
 import type { Backend, ExpertWeights } from '../../backend/backend.js';
+import { BLOCK_FP8 } from '../../tensor/fp8-weight.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { quantizeDequantize } from '../weights/fp8-quantize.js';
 import type { LayerWeights, MlpWeights, ModelWeights } from './weights.js';
@@ -51,5 +52,6 @@ function quantizeTensor(t: Tensor, backend: Backend): Tensor {
   }
   const [rows, cols] = t.shape.slice(-2) as [number, number];
   backend.write(t, quantizeDequantize(backend.readF32(t), rows, cols));
+  backend.markDequantizedFp8?.(t, BLOCK_FP8);
   return t;
 }

@@ -110,8 +110,12 @@ export function loadModelWeights(
       return t;
     },
     alloc(shape, spec, name = spec.name) {
-      const scaling = spec.quantizable && backend.fp8 && src.has(name) && src.fp8Scaling(name);
-      return scaling ? backend.fp8!.alloc(shape, scaling) : backend.alloc(shape, spec.upload);
+      const scaling = spec.quantizable && src.has(name) ? src.fp8Scaling(name) : null;
+      if (scaling && backend.fp8) return backend.fp8.alloc(shape, scaling);
+      const t = backend.alloc(shape, spec.upload);
+      // Dequantized at load (the CPU): the ops still mean the FP8 weight's (W8A8 rule).
+      if (scaling) backend.markDequantizedFp8?.(t, scaling);
+      return t;
     },
   };
   // A tied head reads the embedding, cut like the head.

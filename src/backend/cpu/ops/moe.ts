@@ -1,4 +1,5 @@
 import type { ExpertWeights, MoeOptions, RouterOptions } from '../../backend.js';
+import { w8a8Dequantize } from '../../../tensor/fp8-activation.js';
 import type { PackedPanels } from '../packed-panels.js';
 import type { CpuKernels } from '../wasm/cpu-kernels.js';
 
@@ -67,6 +68,8 @@ export function routerTopKRows(
  * in one pool job, one SwiGLU over all R rows, every down matmul in one job; then the
  * weighted scatter-add in entry order (float64 per update, as before). Per-row results do
  * not depend on how rows are grouped or split, so this equals one expert at a time bit for bit.
+ * `w8a8`: the gathered rows and the SwiGLU output are replaced by their W8A8 values (per row
+ * and 128 inputs, tensor/fp8-activation.ts) before the GEMMs that read them.
  */
 export function moeRows(
   out: Float32Array,
@@ -80,6 +83,7 @@ export function moeRows(
   I: number,
   o: MoeOptions,
   k: CpuKernels,
+  w8a8 = false,
 ): void {
   const width = ids.length / (x.length / D);
   const E = ew.numLocalExperts;
@@ -104,6 +108,7 @@ export function moeRows(
   }
   const xs = k.heap.f32(R * D); // [R, D]
   k.gatherRows(xs, x, tok, D);
+  if (w8a8) w8a8Dequantize(xs, D);
   const gu = k.heap.f32(R * 2 * I); // [R, 2I]
   const act = k.heap.f32(R * I); // [R, I]
   const y = k.heap.f32(R * D); // [R, D]
@@ -114,6 +119,7 @@ export function moeRows(
   k.matmuls(experts.map((e) => ({ out: rows(gu, e, 2 * I), x: rows(xs, e, D),
     w: gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), M: count[e + 1]! - count[e]! })), 2 * I, D);
   k.swiglu(act, gu, I, o.alpha, o.limit);
+  if (w8a8) w8a8Dequantize(act, I);
   // prettier-ignore
   k.matmuls(experts.map((e) => ({ out: rows(y, e, D), x: rows(act, e, I),
     w: down.subarray(e * D * I, (e + 1) * D * I), M: count[e + 1]! - count[e]! })), D, I);

@@ -2,6 +2,7 @@
 // Pipeline (all device-side, CUDA-graph capturable; no host reads):
 //   moe_count   grid-stride over T*Kw slots        counts[e] (pre-zeroed) += 1
 //   moe_scan    1 block                            offsets, tile table (expert, first row)
+//   moe_scan_warp 1 warp                           the same table by warp scans
 //   moe_scatter grid-stride                        perm[row] = slot, slotRow[slot] = row | -1
 //   moe_mma_gu_<BT>   grid (ceil(I/64), maxTiles), block 128, dyn smem: fused gate|up GEMM
 //                     + SwiGLU-OAI -> act [rows, I] bf16 (tensor cores, mma.sync m16n8k16)
@@ -37,6 +38,47 @@ extern "C" __global__ void moe_scan(int* offsets, int* cursor, int* tileExpert, 
   }
   offsets[E] = off;
   *numTiles = nt < maxTiles ? nt : maxTiles;
+}
+
+// The same table from one warp, 32 experts per step: each lane loads its expert's count, a
+// warp scan gives the rows and tiles before it (plus the carry of earlier steps), and each lane
+// writes its own tiles (the serial loop above makes one dependent L2 load per expert: tens of
+// microseconds per MoE layer at 129 experts). Chosen by setMoeScan (moe-ops.ts).
+extern "C" __global__ void moe_scan_warp(int* offsets, int* cursor, int* tileExpert,
+                                         int* tileStart, int* numTiles, const int* counts, int E,
+                                         int BT, int maxTiles) {
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
+  int off = 0, nt = 0;  // rows and tiles of the experts before this step
+  for (int e0 = 0; e0 < E; e0 += 32) {
+    const int e = e0 + lane;
+    const int c = e < E ? counts[e] : 0;
+    const int t = (c + BT - 1) / BT;
+    int rc = c, rt = t;  // inclusive scans
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int a = __shfl_up_sync(0xffffffffu, rc, d), b = __shfl_up_sync(0xffffffffu, rt, d);
+      if (lane >= d) {
+        rc += a;
+        rt += b;
+      }
+    }
+    const int o = off + rc - c, n0 = nt + rt - t;
+    if (e < E) {
+      offsets[e] = o;
+      cursor[e] = 0;
+      for (int s = 0; s < t && n0 + s < maxTiles; s++) {
+        tileExpert[n0 + s] = e;
+        tileStart[n0 + s] = o + s * BT;
+      }
+    }
+    off += __shfl_sync(0xffffffffu, rc, 31);
+    nt += __shfl_sync(0xffffffffu, rt, 31);
+  }
+  if (lane == 0) {
+    offsets[E] = off;
+    *numTiles = nt < maxTiles ? nt : maxTiles;
+  }
 }
 
 extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, const int* offsets,
