@@ -347,7 +347,7 @@ async function runPass(s: Setup, quantization: string, weights: ModelWeights): P
         rows.push(r);
       }
     }
-  setMoeScan('serial');
+  setMoeScan('warp');
   setFp8DecodeChoice('default');
   mkdirSync(s.out, { recursive: true });
   writeFileSync(
@@ -456,7 +456,7 @@ async function main(): Promise<void> {
     kvCacheDtype,
   );
   const fp8Decode = arg('fp8-decode', 'default').split(',') as Fp8DecodeChoice[];
-  const moeScans = arg('moe-scan', 'serial').split(',') as MoeScan[];
+  const moeScans = arg('moe-scan', 'warp').split(',') as MoeScan[];
   if (fp8Decode.some((c) => c !== 'default' && c !== 'v8'))
     throw new Error('--fp8-decode takes default and/or v8');
   if (moeScans.some((c) => c !== 'serial' && c !== 'warp'))

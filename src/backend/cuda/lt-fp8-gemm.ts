@@ -138,7 +138,7 @@ export class LtFp8Gemm {
   }
 
   private run(p: LtOperands, M: number, N: number, K: number, stream: unknown, ws: number): void {
-    const plan = this.plan(M, N, K, p.outType, p.wMode);
+    const plan = this.plan(M, N, K, p);
     this.setPtr(plan.op, A_SCALE_POINTER, p.ws);
     this.setPtr(plan.op, B_SCALE_POINTER, p.xs);
     const mm = this.dev.libs.cublasLt.cublasLtMatmul!;
@@ -163,7 +163,8 @@ export class LtFp8Gemm {
     this.ok(res, `cublasLtMatmul (W8A8 M=${M}, N=${N}, K=${K}, ${p.wMode} weight scales)`);
   }
 
-  private plan(M: number, N: number, K: number, outType: 'bf16' | 'f32', mode: LtWeightScales) {
+  private plan(M: number, N: number, K: number, p: LtOperands) {
+    const { outType, wMode: mode } = p;
     const key = `${M} ${N} ${K} ${outType} ${mode}`;
     let plan = this.plans.get(key);
     if (plan) return plan;
@@ -176,6 +177,9 @@ export class LtFp8Gemm {
     this.setI32(op, TRANSB, 0);
     this.setI32(op, A_SCALE_MODE, mode === 'blk128' ? SCALE_BLK128 : SCALE_VEC128);
     this.setI32(op, B_SCALE_MODE, SCALE_VEC128);
+    // The heuristic needs the scale pointers set (session 8 W2: status 7 without them).
+    this.setPtr(op, A_SCALE_POINTER, p.ws);
+    this.setPtr(op, B_SCALE_POINTER, p.xs);
     const layout = (type: number, rows: number, cols: number, ld: number): unknown =>
       this.make(
         (o) => this.fn(lt.cublasLtMatrixLayoutCreate)(o, type, rows, cols, ld) as number,

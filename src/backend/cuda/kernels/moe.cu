@@ -2,7 +2,7 @@
 // Pipeline (all device-side, CUDA-graph capturable; no host reads):
 //   moe_count   grid-stride over T*Kw slots        counts[e] (pre-zeroed) += 1
 //   moe_scan    1 block                            offsets, tile table (expert, first row)
-//   moe_scan_warp 1 warp                           the same table by warp scans
+//   moe_scan_warp 1 warp                           the same table by warp scans (the default)
 //   moe_scatter grid-stride                        perm[row] = slot, slotRow[slot] = row | -1
 //   moe_mma_gu_<BT>   grid (ceil(I/64), maxTiles), block 128, dyn smem: fused gate|up GEMM
 //                     + SwiGLU-OAI -> act [rows, I] bf16 (tensor cores, mma.sync m16n8k16)
@@ -43,7 +43,7 @@ extern "C" __global__ void moe_scan(int* offsets, int* cursor, int* tileExpert, 
 // The same table from one warp, 32 experts per step: each lane loads its expert's count, a
 // warp scan gives the rows and tiles before it (plus the carry of earlier steps), and each lane
 // writes its own tiles (the serial loop above makes one dependent L2 load per expert: tens of
-// microseconds per MoE layer at 129 experts). Chosen by setMoeScan (moe-ops.ts).
+// microseconds per MoE layer at 129 experts). The default; setMoeScan (moe-ops.ts) picks.
 extern "C" __global__ void moe_scan_warp(int* offsets, int* cursor, int* tileExpert,
                                          int* tileStart, int* numTiles, const int* counts, int E,
                                          int BT, int maxTiles) {
