@@ -17,7 +17,7 @@ import type { CudaTensor } from './cuda-tensor.js';
 import type { CudaDevice } from './device.js';
 import { launchKernel } from './kernel-launch.js';
 import { W8A8_QUANT, W8A8_WSCALES_BLK, W8A8_WSCALES_VEC } from './kernel-table.js';
-import type { LtFp8Gemm, LtWeightScales } from './lt-fp8-gemm.js';
+import { ltRows, type LtFp8Gemm, type LtWeightScales } from './lt-fp8-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 /** A weight's scales as cuBLASLt reads them: `perMatrix` bytes per [N, K] matrix of a stack. */
@@ -85,8 +85,9 @@ export function ltScales(ctx: OpContext, w: CudaFp8Weight): LtScales {
 
 /**
  * x [M, K] bf16 quantized per row and 128 inputs into codes [M, K] and VEC128 scales
- * ([K/128][M]; with `offsets`, the MoE's [E+1] expert row offsets on the device, one such
- * block per expert).
+ * ([K/128][pitch]); with `offsets` and `poffsets` (the MoE's [E+1] expert row offsets, as they
+ * are and padded to LT_ROWS rows per expert, on the device) into the padded row layout, one
+ * scale block per expert (kernels/fp8-w8a8.cu).
  */
 export function w8a8QuantizeX(
   ctx: OpContext,
@@ -95,19 +96,23 @@ export function w8a8QuantizeX(
   x: number,
   M: number,
   K: number,
-  offsets = 0,
-  E = 0,
+  pitch: number,
+  experts: { offsets: number; poffsets: number; E: number } = { offsets: 0, poffsets: 0, E: 0 },
 ): void {
   launchKernel(
     ctx,
     W8A8_QUANT,
     'w8a8_quant_b',
     { grid: [M, 1, 1], block: [128, 1, 1] },
-    { codes, S: scales, x, M, K, offsets, E },
+    { codes, S: scales, x, M, K, pitch, ...experts },
   );
 }
 
-/** out [M, N] (bf16 or f32) = Q(x) · w^T: x [M, K] bf16 quantized, then cuBLASLt. */
+/**
+ * out [M, N] (bf16 or f32) = Q(x) · w^T: x [M, K] bf16 quantized, then cuBLASLt. M not a
+ * multiple of LT_ROWS: zero rows pad x, and the GEMM writes a workspace whose first M rows are
+ * copied out (stream-ordered: capturable, as the quantizer and the GEMM are).
+ */
 export function w8a8Matmul(
   ctx: OpContext,
   lt: LtFp8Gemm,
@@ -117,10 +122,18 @@ export function w8a8Matmul(
   M: number,
 ): void {
   const [N, K] = w.shape as [number, number];
-  const x8 = ctx.ws.get('w8a8.x8', M * K);
-  const xs = ctx.ws.get('w8a8.xs', ((M * K) / W8A8_GROUP) * 4);
-  w8a8QuantizeX(ctx, x8, xs, x, M, K);
+  const Mp = ltRows(M);
+  const x8 = ctx.ws.get('w8a8.x8', Mp * K);
+  const xs = ctx.ws.get('w8a8.xs', ((Mp * K) / W8A8_GROUP) * 4);
+  if (Mp > M) {
+    ctx.dev.memsetAsync(x8 + M * K, 0, (Mp - M) * K);
+    ctx.dev.memsetAsync(xs, 0, ((Mp * K) / W8A8_GROUP) * 4);
+  }
+  w8a8QuantizeX(ctx, x8, xs, x, M, K, Mp);
   const s = ltScales(ctx, w);
   const outType = out.dtype === 'f32' ? 'f32' : 'bf16';
-  lt.matmul({ out: out.ptr, outType, x8, xs, w8: w.ptr, ws: s.ptr, wMode: s.mode }, M, N, K);
+  const bytes = outType === 'f32' ? 4 : 2;
+  const dst = Mp > M ? ctx.ws.get('w8a8.out', Mp * N * bytes) : out.ptr;
+  lt.matmul({ out: dst, outType, x8, xs, w8: w.ptr, ws: s.ptr, wMode: s.mode }, Mp, N, K);
+  if (dst !== out.ptr) ctx.dev.copyAsync(out.ptr, dst, M * N * bytes);
 }

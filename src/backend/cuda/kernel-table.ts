@@ -399,8 +399,24 @@ export const FP8_QUANTIZE = kernel({
 export const W8A8_QUANT = kernel({
   file: 'fp8-w8a8',
   names: ['w8a8_quant_b'],
-  args: { codes: 'ptr', S: 'ptr', x: 'ptr', M: 'i32', K: 'i32', offsets: 'ptr', E: 'i32' },
+  args: {
+    codes: 'ptr',
+    S: 'ptr',
+    x: 'ptr',
+    M: 'i32',
+    K: 'i32',
+    pitch: 'i32',
+    offsets: 'ptr',
+    poffsets: 'ptr',
+    E: 'i32',
+  },
   launch: 'grid (M), block 128',
+});
+export const W8A8_PAD_ROWS = kernel({
+  file: 'fp8-w8a8',
+  names: ['w8a8_pad_rows'],
+  args: { out: 'ptr', rows: 'ptr', n: 'i32', offsets: 'ptr', poffsets: 'ptr', E: 'i32' },
+  launch: 'grid-stride over n, block 256',
 });
 export const W8A8_WSCALES_BLK = kernel({
   file: 'fp8-w8a8',

@@ -31,6 +31,17 @@ const WS_BYTES = 32 << 20;
 /** cublasLtMatmulHeuristicResult_t: algo (64 bytes), workspaceSize, state, waves, 4 reserved. */
 const RESULT_BYTES = 96;
 
+/**
+ * Row counts (M) cuBLASLt's block-scaled FP8 matmul takes: multiples of 4 (session 8 W3, one
+ * H200, cuBLAS 13.1: NOT_SUPPORTED at M = 41, 58, 257, 411; M = 300 ran). Callers pad.
+ */
+export const LT_ROWS = 4;
+
+/** M rounded up to LT_ROWS. */
+export function ltRows(M: number): number {
+  return Math.ceil(M / LT_ROWS) * LT_ROWS;
+}
+
 /** How a weight's scales are laid out for cuBLASLt. */
 export type LtWeightScales = 'blk128' | 'vec128';
 

@@ -2,12 +2,16 @@
 // the rule in tensor/fp8-activation.ts): activations quantized per row and 128 inputs, and a
 // block-FP8 weight's per-row scales in the layouts cuBLASLt reads.
 // Kernels:
-//   w8a8_quant_b(codes, S, x, M, K, offsets, E): grid (M), block 128 (4 warps, one 128-input
-//       group per warp in turn, 4 inputs per lane): s = amax/448 in f32 (1 for an all-zero
-//       group), codes rn-satfinite(x / s) (fp8-activation.ts w8a8Quantize bit for bit). S in
-//       cuBLASLt's VEC128 layout, groups outer and rows fastest ([K/128][M]); with `offsets`
-//       (the MoE's E+1 expert row offsets, rows grouped by expert) one such block per expert,
-//       expert e's [K/128][rows_e] from K/128 * offsets[e], so each expert's GEMM reads its own.
+//   w8a8_quant_b(codes, S, x, M, K, pitch, offsets, poffsets, E): grid (M), block 128 (4 warps,
+//       one 128-input group per warp in turn, 4 inputs per lane): s = amax/448 in f32 (1 for an
+//       all-zero group), codes rn-satfinite(x / s) (fp8-activation.ts w8a8Quantize bit for bit).
+//       S in cuBLASLt's VEC128 layout, groups outer and rows fastest: [K/128][pitch] (pitch >= M:
+//       cuBLASLt takes row counts that are multiples of 4, so the caller pads). With `offsets`
+//       (the MoE's E+1 expert row offsets of x) and `poffsets` (the same experts padded to 4
+//       rows each), row m of expert e goes to row poffsets[e] + (m - offsets[e]) of codes, and
+//       each expert gets its own [K/128][padded rows_e] scale block from K/128 * poffsets[e].
+//   w8a8_pad_rows(out, rows, n, offsets, poffsets, E): grid-stride: out[i] = rows[i] moved to
+//       the padded layout (-1 stays): the combine's slot -> row map for padded outputs.
 //   w8a8_wscales_blk(out, S, N, Kb, kbp, mats, bad): grid-stride over mats*ceil(N/128)*Kb:
 //       BLK128x128 scales, out[m][rb][k] (row pitch kbp) = the scale of row 128*rb, group k;
 //       adds to *bad the rows of each block whose scale differs (blocks that do not share one
@@ -19,21 +23,29 @@
 #include "common.cuh"
 #include "fp8.cuh"
 
+// The expert e of row m: offsets[e] <= m < offsets[e + 1] (E+1 non-decreasing offsets).
+__device__ __forceinline__ int expert_of(const int* offsets, int E, int m) {
+  int lo = 0, hi = E;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (offsets[mid] <= m) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
 extern "C" __global__ void __launch_bounds__(128) w8a8_quant_b(unsigned char* codes, float* S,
                                                                const bf16_t* x, int M, int K,
-                                                               const int* offsets, int E) {
+                                                               int pitch, const int* offsets,
+                                                               const int* poffsets, int E) {
   const int m = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int Kb = K >> 7;
-  long long s0 = m, pitch = M;  // VEC128: S[g * pitch + s0]
+  long long s0 = m, out = m, sp = pitch;  // dense: S[g * pitch + m], codes row m
   if (offsets) {
-    int lo = 0, hi = E;  // the expert e with offsets[e] <= m < offsets[e + 1]
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) >> 1;
-      if (offsets[mid] <= m) lo = mid; else hi = mid;
-    }
-    const int r0 = offsets[lo];
-    pitch = offsets[lo + 1] - r0;
-    s0 = (long long)Kb * r0 + (m - r0);
+    const int e = expert_of(offsets, E, m);
+    const int p0 = poffsets[e];
+    out = p0 + (m - offsets[e]);
+    sp = poffsets[e + 1] - p0;
+    s0 = (long long)Kb * p0 + (out - p0);
   }
   for (int g = warp; g < Kb; g += 4) {
     const long long at = (long long)m * K + g * 128 + lane * 4;
@@ -46,8 +58,16 @@ extern "C" __global__ void __launch_bounds__(128) w8a8_quant_b(unsigned char* co
     unsigned packed = 0;
 #pragma unroll
     for (int j = 0; j < 4; j++) packed |= (unsigned)f32_to_e4m3(__fdiv_rn(v[j], s)) << (8 * j);
-    *reinterpret_cast<unsigned*>(codes + at) = packed;
-    if (lane == 0) S[g * pitch + s0] = s;
+    *reinterpret_cast<unsigned*>(codes + out * K + g * 128 + lane * 4) = packed;
+    if (lane == 0) S[g * sp + s0] = s;
+  }
+}
+
+extern "C" __global__ void w8a8_pad_rows(int* out, const int* rows, int n, const int* offsets,
+                                         const int* poffsets, int E) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int r = rows[i];
+    out[i] = r < 0 ? -1 : poffsets[expert_of(offsets, E, r)] + (r - offsets[expert_of(offsets, E, r)]);
   }
 }
 
