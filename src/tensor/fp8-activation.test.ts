@@ -101,6 +101,22 @@ describe('CPU backend: the W8A8 rule on weights marked as dequantized FP8', () =
     }
   });
 
+  it('matmulMany gives exactly matmul one by one, marked (W8A8) and plain weights mixed', () => {
+    const cpu = new CpuBackend();
+    const M = W8A8_MIN_ROWS + 3;
+    const x = cpu.upload(values(M * K, 21, true, K), [M, K], 'bf16');
+    const ws = [0, 1, 2].map((i) => cpu.upload(values(N * K, 30 + i), [N, K], 'bf16'));
+    cpu.markDequantizedFp8(ws[0]!, BLOCK_FP8);
+    cpu.markDequantizedFp8(ws[2]!, BLOCK_FP8);
+    const many = ws.map(() => cpu.alloc([M, N], 'f32'));
+    cpu.matmulMany(many, x, ws);
+    ws.forEach((w, i) => {
+      const one = cpu.alloc([M, N], 'f32');
+      cpu.matmul(one, x, w);
+      expect(cpu.readF32(many[i]!)).toEqual(cpu.readF32(one));
+    });
+  });
+
   it('moe quantizes the gathered rows and the SwiGLU output from 257 tokens', () => {
     const [T, D, I, E] = [W8A8_MIN_ROWS, 256, 128, 3];
     const cpu = new CpuBackend();

@@ -223,14 +223,32 @@ export class CpuBackend implements Backend {
     const K = x.shape[x.shape.length - 1]!;
     const M = numel(x.shape) / K;
     const xv = f32(x, 'matmulMany.x');
+    // As matmul one by one: W8A8 weights read x's quantized values (made once for all of them).
+    let q: Float32Array | null = null;
+    const xFor = (w: Tensor, N: number): Float32Array => {
+      if (!w8a8Applies(this.fp8Scaling(w), M, N, K)) return xv;
+      if (!q) {
+        q = this.kernels.heap.f32(M * K, false);
+        q.set(xv);
+        w8a8Dequantize(q, K);
+      }
+      return q;
+    };
     const jobs = ws.map((w, i) => {
       const [N, Kw] = w.shape as [number, number];
       if (Kw !== K)
         throw new Error(`matmulMany: x ${shapeStr(x.shape)} does not match w ${shapeStr(w.shape)}`);
       const out = f32(outs[i]!, 'matmulMany.out', [M, N]);
-      return { out, x: xv, w: this.weights.of(w as CpuTensor, f32(w, 'matmulMany.w')), M, N };
+      return {
+        out,
+        x: xFor(w, N),
+        w: this.weights.of(w as CpuTensor, f32(w, 'matmulMany.w')),
+        M,
+        N,
+      };
     });
     this.kernels.matmuls(jobs, 0, K);
+    if (q) this.kernels.heap.free(q);
   }
 
   add(out: Tensor, a: Tensor, b: Tensor): void {
