@@ -46,15 +46,22 @@ describe('GEMV warps per block', () => {
 });
 
 describe('FP8 decode kernel choice', () => {
-  it('follows the W2 measurements', () => {
+  it('follows the measurements (session 6 W2; v8 up to 8 tokens: session 8 W5)', () => {
     expect([1, 8, 9, 32, 33, 64].map(fp8DenseKernel)).toEqual([
-      'w8a16',
-      'w8a16',
+      'v8',
+      'v8',
       'h8',
       'h8',
       'w8a16',
       'w8a16',
     ]);
-    expect([1, 64, 65, 2048].map(fp8MoeKernel)).toEqual(['h8', 'h8', 'w8a16', 'w8a16']);
+    expect([1, 8, 9, 64, 65, 2048].map(fp8MoeKernel)).toEqual([
+      'v8',
+      'v8',
+      'h8',
+      'h8',
+      'w8a16',
+      'w8a16',
+    ]);
   });
 });

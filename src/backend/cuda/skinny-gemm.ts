@@ -61,12 +61,21 @@ export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
  */
 export function fp8DenseKernel(M: number): Fp8DecodeKernel {
   if (decodeChoice === 'v8' && M <= GEMV_MAX_M) return 'v8';
-  return M > 8 && M <= 32 ? 'h8' : 'w8a16';
+  if (M <= V8_MAX_TOKENS) return 'v8';
+  return M <= 32 ? 'h8' : 'w8a16';
 }
 
 /**
- * 'default': the choices above; 'v8': fp8-gemv.cu wherever it takes the shape (dense M ≤ 32,
- * MoE T ≤ 64), the others beyond. Benchmarks compare the two in one process (bench:gpu
+ * v8 (fp8-gemv.cu) for dense GEMMs and MoE tiles up to this many tokens, by measurement
+ * (session 8 W5, bench:gpu decode graph step, FP8 / bf16 with v8 against the w8a16/h8 choice:
+ * 3 + 1 layers 0.662 / 0.670 against 0.808 / 0.766 at B = 1 / 8, but 0.766 against 0.748 at
+ * B = 32; 3 + 5 0.699 / 0.655 against 0.792 / 0.696, and 0.672 against 0.644 at B = 32).
+ */
+const V8_MAX_TOKENS = 8;
+
+/**
+ * 'default': the choices above (v8 up to 8 tokens); 'v8': fp8-gemv.cu wherever it takes the
+ * shape (dense M ≤ 32, MoE T ≤ 64), the others beyond. Benchmarks compare the two in one process (bench:gpu
  * --fp8-decode default,v8).
  */
 export type Fp8DecodeChoice = 'default' | 'v8';
@@ -83,6 +92,7 @@ export function setFp8DecodeChoice(c: Fp8DecodeChoice): void {
  */
 export function fp8MoeKernel(T: number): Fp8DecodeKernel {
   if (decodeChoice === 'v8' && T <= 64) return 'v8';
+  if (T <= V8_MAX_TOKENS) return 'v8';
   return T <= 64 ? 'h8' : 'w8a16';
 }
 
