@@ -31,7 +31,9 @@ export function decodeBatch(
 
 /**
  * Captures the decode step of `batch` (logits into a device buffer, as the engine's graphs do)
- * and returns the median of `iters` replays in ms.
+ * and returns the median of `iters` replays in ms, after one untimed replay, or after untimed
+ * replays for `settleMs`: right after a one-shot 100k prefill (multi-GB tensors cuMemFree'd)
+ * the step runs up to ~1.6x slower for ~100 ms (long-context.md, session 8).
  */
 export async function timeGraphStep(
   gpu: CudaBackend,
@@ -40,6 +42,7 @@ export async function timeGraphStep(
   batch: ForwardBatch,
   pagesPerSeq: number,
   iters = 20,
+  settleMs = 0,
 ): Promise<number> {
   const B = batch.seqs.length;
   const logitsBuf = gpu.alloc([B, model.cfg.vocabSize], 'f32'); // [B, V]
@@ -58,6 +61,10 @@ export async function timeGraphStep(
     const b = dev.createEvent();
     const ms: number[] = [];
     graph.launch();
+    for (const settle = performance.now() + settleMs; performance.now() < settle;) {
+      dev.sync(); // one replay at a time, as a decode loop runs them
+      graph.launch();
+    }
     for (let r = 0; r < iters; r++) {
       dev.record(a);
       graph.launch();

@@ -23,10 +23,11 @@ const OPS = [
   'gatherLogitRows',
 ] as const;
 
-type Mark = [string, unknown, unknown];
+/** An op's key (matmuls by weight shape) and its start and end events. */
+export type Mark = [string, unknown, unknown];
 
 /** Runs `fn` with every op between two recorded events; the marks in call order. */
-async function record(gpu: CudaBackend, fn: () => Promise<unknown>): Promise<Mark[]> {
+export async function recordOps(gpu: CudaBackend, fn: () => Promise<unknown>): Promise<Mark[]> {
   const dev = gpu.dev;
   const marks: Mark[] = [];
   const target = gpu as unknown as Record<string, (...a: unknown[]) => unknown>;
@@ -64,7 +65,7 @@ export async function profileOps(
   gpu: CudaBackend,
   fn: () => Promise<unknown>,
 ): Promise<[string, number][]> {
-  return totals(gpu, await record(gpu, fn));
+  return totals(gpu, await recordOps(gpu, fn));
 }
 
 export interface Timeline {
@@ -86,7 +87,7 @@ export async function profileTimeline(
   topGaps = 8,
 ): Promise<Timeline> {
   const t0 = performance.now();
-  const marks = await record(gpu, fn);
+  const marks = await recordOps(gpu, fn);
   const hostMs = performance.now() - t0;
   const ops = totals(gpu, marks);
   const dev = gpu.dev;
