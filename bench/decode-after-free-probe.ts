@@ -11,7 +11,7 @@
  *   E3 after a chunked prefill (steady): 8 x 4 GiB cuMemAlloc + memset, replays; then the
  *      same blocks cuMemFree'd, replays; then again alloc, free, 300 ms sleep, replays.
  *   node dist/gpu/bench/decode-after-free-probe.js [--long 100000] [--chunk 16384]
- *        [--gib 32] [--out DIR] [--dry-run]
+ *        [--gib 32] [--skip-one-shot] [--out DIR] [--dry-run]
  * Writes decode-after-free-probe.json under --out (default $OUT or .).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -35,9 +35,15 @@ import {
 
 type Series = [number, number][];
 
+const ONE_SHOTS = [
+  ['E1 one-shot, replays at once', 0],
+  ['E2 one-shot, 300 ms sleep', 300],
+] as const;
+
 /** Medians of replay windows and when the step first stayed within 10% of the steady value. */
 function summarize(s: Series, steady: number): string {
-  const win = (a: number, b: number) => median(s.slice(a, b).map(([, ms]) => ms)).toFixed(3);
+  const win = (a: number, b: number) =>
+    b > a && a < s.length ? median(s.slice(a, b).map(([, ms]) => ms)).toFixed(3) : '-';
   let settled = s.length;
   for (let i = s.length - 1; i >= 0 && s[i]![1] <= 1.1 * steady; i--) settled = i;
   const at = settled < s.length ? `${s[settled]![0].toFixed(0)} ms (replay ${settled})` : 'never';
@@ -124,10 +130,8 @@ async function main(): Promise<void> {
   steady = median(ref.time(100));
   stamp(`steady (chunked prefill, after 50 replays): ${steady.toFixed(3)} ms`);
   ref.destroy();
-  for (const [name, pause] of [
-    ['E1 one-shot, replays at once', 0],
-    ['E2 one-shot, 300 ms sleep', 300],
-  ] as const) {
+  const oneShots = process.argv.includes('--skip-one-shot') ? [] : ONE_SHOTS;
+  for (const [name, pause] of oneShots) {
     await fill(long, 0, 0);
     const t0 = performance.now();
     await model.forward(decode(0), kv);
