@@ -34,8 +34,8 @@ import { decodeBatch, timeGraphStep } from './graph-step.js';
 import { prefillFlops } from './prefill-flops.js';
 import { KERNEL_KEYS, timePrefillAttention } from './prefill-attention-time.js';
 import { timeSparseAttention } from './sparse-attention-time.js';
+import { PAGE, prefill } from './long-context-util.js';
 
-const PAGE = 128;
 /** Untimed decode replays before the steady decode step is timed. */
 const SETTLE_MS = 500;
 
@@ -50,21 +50,10 @@ const list = (s: string): number[] =>
     .map(Number)
     .filter((n) => n > 0);
 
-/** The prompt's forward batches: one, or chunks of `chunk` tokens over the same page table. */
+/** The prompt's forward batches (long-context-util's `prefill`) over pages 1.. of its length. */
 function prefillBatches(L: number, chunk: number, vocab: number): ForwardBatch[] {
   const pageTable = Int32Array.from({ length: Math.ceil((L + 1) / PAGE) }, (_, p) => 1 + p);
-  const step = chunk > 0 ? chunk : L;
-  const out: ForwardBatch[] = [];
-  for (let c = 0; c < L; c += step) {
-    const n = Math.min(step, L - c);
-    out.push({
-      tokenIds: Int32Array.from({ length: n }, (_, i) => ((c + i) * 104729 + 7) % vocab),
-      seqs: [{ numCached: c, numNew: n, pageTable }],
-      pageSize: PAGE,
-      logitsFor: 'last',
-    });
-  }
-  return out;
+  return prefill(L, chunk, pageTable, vocab);
 }
 
 async function ttft(model: MiniMaxM3Model, kv: KvCache, batches: ForwardBatch[]): Promise<number> {
