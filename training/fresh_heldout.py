@@ -7,13 +7,9 @@ exact integer answers), held-out names and things only, 21 frames none of which 
 generator writes (FRESH_MARKERS: `python3 training/fresh_heldout.py --check N` counts them in
 N generated conversations; gen_data.py does not know them, so the training data cannot be
 steered away from or towards them)."""
-import argparse
-import json
-import random
-from pathlib import Path
+import sys
 
-from heldout_phrasings import _ab
-from lexicon import HELDOUT_NAMES, HELDOUT_THINGS
+import heldout_sets
 
 FRAMES = {
     "+": [
@@ -54,39 +50,8 @@ FRESH_MARKERS = ["top shelf", "in the morning. By evening", "years old. How old"
 
 
 def problems(seed, count):
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        op = "+-*"[i % 3]
-        frame = FRAMES[op][(i // 3) % len(FRAMES[op])]
-        a, b = _ab(rng, op)
-        n, m = rng.sample(HELDOUT_NAMES, 2)
-        t = rng.choice(HELDOUT_THINGS)[0]
-        answer = a + b if op == "+" else a - b if op == "-" else a * b
-        out.append({"question": frame(n, m, t, a, b), "answer": answer, "op": op})
-    return out
-
-
-def check(num):
-    """How many of `num` training conversations' user turns hold a fresh marker, per marker."""
-    import gen_data
-
-    hits = {k: 0 for k in FRESH_MARKERS}
-    for s in gen_data._chunk((20261201, num)):
-        user = " ".join(p.split("[e~[")[0] for p in s["prompt"].split("]~b]user\n")[1:])
-        for k in FRESH_MARKERS:
-            hits[k] += k in user
-    return hits
+    return heldout_sets.problems(FRAMES, seed, count)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).parent.parent / "data/tiny-m3/eval-tiny-fresh.json"))
-    ap.add_argument("--check", type=int, default=0, help="count the markers in N training conversations")
-    a = ap.parse_args()
-    if a.check:
-        print(json.dumps(check(a.check)))
-    else:
-        s = {"seed": 20261202, "generator": "training/fresh_heldout.py", "arithmetic": problems(20261202, 105),
-             "toolScenarios": [], "chat": []}
-        Path(a.out).write_text(json.dumps(s, indent=1) + "\n")
+    heldout_sets.main(sys.argv[1:], FRAMES, FRESH_MARKERS, 20261202, "eval-tiny-fresh.json", "training/fresh_heldout.py")

@@ -64,6 +64,6 @@ def report(name, questions, seen, k, frames):
 if __name__ == "__main__":
     k = next((int(a) for a in sys.argv[1:] if a.isdigit()), 4)
     seen = training_grams(k)
-    for f in ("eval-tiny.json", "eval-tiny-fresh.json", "eval-tiny-sealed.json"):
+    for f in ("eval-tiny.json", "eval-tiny-fresh.json", "eval-tiny-sealed.json", "eval-tiny-sealed2.json"):
         qs = [a["question"] for a in json.loads((DATA / f).read_text())["arithmetic"]]
         report(f, qs, seen, k, "--frames" in sys.argv)

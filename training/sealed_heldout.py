@@ -8,13 +8,9 @@ things only, 21 frames written from scratch (7 per operation), some with a word 
 names another operation ("pulled out of the station", "flew off"), one with the question first.
 SEALED_MARKERS: `python3 training/sealed_heldout.py --check N` counts them in N generated
 training conversations; gen_data.py does not know them."""
-import argparse
-import json
-import random
-from pathlib import Path
+import sys
 
-from heldout_phrasings import _ab
-from lexicon import HELDOUT_NAMES, HELDOUT_THINGS
+import heldout_sets
 
 SEED = 20261209
 
@@ -56,39 +52,8 @@ SEALED_MARKERS = ["goal tally", "orchard crew", "at the moment", "total do you r
 
 
 def problems(seed, count):
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        op = "+-*"[i % 3]
-        frame = FRAMES[op][(i // 3) % len(FRAMES[op])]
-        a, b = _ab(rng, op)
-        n, m = rng.sample(HELDOUT_NAMES, 2)
-        t = rng.choice(HELDOUT_THINGS)[0]
-        answer = a + b if op == "+" else a - b if op == "-" else a * b
-        out.append({"question": frame(n, m, t, a, b), "answer": answer, "op": op})
-    return out
-
-
-def check(num, seed=20261201):
-    """How many of `num` training conversations' user turns hold a sealed marker, per marker."""
-    import gen_data
-
-    hits = {k: 0 for k in SEALED_MARKERS}
-    for s in gen_data._chunk((seed, num)):
-        user = " ".join(p.split("[e~[")[0] for p in s["prompt"].split("]~b]user\n")[1:])
-        for k in SEALED_MARKERS:
-            hits[k] += k in user
-    return hits
+    return heldout_sets.problems(FRAMES, seed, count)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).parent.parent / "data/tiny-m3/eval-tiny-sealed.json"))
-    ap.add_argument("--check", type=int, default=0, help="count the markers in N training conversations")
-    a = ap.parse_args()
-    if a.check:
-        print(json.dumps(check(a.check)))
-    else:
-        s = {"seed": SEED, "generator": "training/sealed_heldout.py", "arithmetic": problems(SEED, 105),
-             "toolScenarios": [], "chat": []}
-        Path(a.out).write_text(json.dumps(s, indent=1) + "\n")
+    heldout_sets.main(sys.argv[1:], FRAMES, SEALED_MARKERS, SEED, "eval-tiny-sealed.json", "training/sealed_heldout.py")

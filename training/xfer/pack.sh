@@ -12,7 +12,7 @@ mkdir -p "$S/tokenizer" "$S/golden" "$S/data/tiny-m3"
 cp -r training "$S/" && rm -rf "$S/training/runs" "$S/training/xfer" "$S/training/__pycache__"
 cp models/moeserve-tiny-m3/tokenizer.json models/moeserve-tiny-m3/tokenizer_config.json "$S/tokenizer/"
 cp -r test/fixtures/golden/tiny-moe test/fixtures/golden/tiny-dense "$S/golden/"
-cp data/tiny-m3/eval-tiny.json data/tiny-m3/eval-tiny-fresh.json data/tiny-m3/eval-tiny-sealed.json "$S/data/tiny-m3/"
+cp data/tiny-m3/eval-tiny.json data/tiny-m3/eval-tiny-fresh.json data/tiny-m3/eval-tiny-sealed.json data/tiny-m3/eval-tiny-sealed2.json "$S/data/tiny-m3/"
 cp -r dist package.json "$S/"
 mkdir -p "$DEST"
 tar czf "$DEST/tree.tgz" -C "$S" .

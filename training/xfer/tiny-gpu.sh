@@ -3,7 +3,7 @@
 # checkpoint (models/moeserve-tiny-m3 of the lead's tree, checked against TM_SHA) with
 # training/gpu_run.sh on data generated there, then run `npm run eval:tiny`'s built JS against
 # the new weights on the device's CPU (TM_EVALS: main = the Done-when set, fresh = the fresh
-# held-out set, sealed = the sealed set, fp8 = the main set under --quantization fp8) while train.py's PyTorch eval runs
+# held-out set, sealed = the sealed set, sealed2 = the second sealed set (session 9), fp8 = the main set under --quantization fp8) while train.py's PyTorch eval runs
 # on the GPU. Everything ends by TM_END s; results under $OUT/tiny-model/. pack.sh writes this
 # file as gpu.sh beside tree.tgz with the TM_* settings of the call in front.
 T0=$(date +%s)
@@ -47,6 +47,7 @@ one_eval() {
     main) evl main ${TM_MAIN_KEEP:-40} --set data/tiny-m3/eval-tiny.json ;;
     fresh) evl fresh ${TM_FRESH_KEEP:-25} --port 8393 --set data/tiny-m3/eval-tiny-fresh.json ;;
     sealed) evl sealed ${TM_SEALED_KEEP:-0} --port 8394 --set data/tiny-m3/eval-tiny-sealed.json ;;
+    sealed2) evl sealed2 ${TM_SEALED2_KEEP:-0} --port 8395 --set data/tiny-m3/eval-tiny-sealed2.json ;;
     fp8) evl fp8 0 --port 8392 --quantization fp8 --set data/tiny-m3/eval-tiny.json ;;
   esac
 }
