@@ -79,8 +79,9 @@ export interface CpuKernelsOptions {
    */
   readonly minParallelFlops?: number;
   /**
-   * Kernels of fewer flops do not wake sleeping workers (default 4M when minParallelFlops is
-   * not set, else minParallelFlops, so tests that split every kernel also wake the workers).
+   * Kernels of fewer flops run on the caller alone, awake workers or not (default 4M when
+   * minParallelFlops is not set, else minParallelFlops, so tests that split every kernel also
+   * wake the workers).
    */
   readonly minWakeFlops?: number;
   /**
@@ -330,7 +331,8 @@ export class CpuKernels {
     // prettier-ignore
     const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: idxK.byteOffset,
       meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(flops), this.scratch, this.msaScores);
-    jobs.forEach((rows, i) => this.run(rows, i === 0 ? flops : 0, i === 0));
+    const small = flops < this.minWakeFlops; // the follow-up jobs stay where the first ran
+    jobs.forEach((rows, i) => this.run(rows, i === 0 ? flops : 0, i === 0, small));
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
@@ -396,12 +398,22 @@ export class CpuKernels {
   /**
    * One pool job of `flops`: one that could be split runs threaded or on the caller as
    * ThreadMode chooses, and is timed for it. `wake` false: never wake sleeping workers.
+   * A job of fewer than minWakeFlops (`small`; by default judged by its own flops) runs on
+   * the caller even when workers are awake: a worker still spinning after a large job took
+   * every small job posted within its spin window, so it never slept and decode B=1 ran
+   * split (this process's CPU time above wall time) though no B=1 job reaches minWakeFlops.
    */
-  private run(rows: readonly Row[], flops: number, wake = true): void {
+  private run(
+    rows: readonly Row[],
+    flops: number,
+    wake = true,
+    small = wake && flops < this.minWakeFlops,
+  ): void {
     if (rows.length <= 1 || this.threads === 1) return this.pool.run(rows, false);
+    if (small) return this.pool.run(rows, false, true);
     const threaded = this.mode.threaded;
     const t0 = performance.now();
-    this.pool.run(rows, wake && threaded && flops >= this.minWakeFlops, !threaded);
+    this.pool.run(rows, wake && threaded, !threaded);
     this.mode.record(flops, performance.now() - t0);
   }
 

@@ -14,7 +14,9 @@ import { Worker } from 'node:worker_threads';
  * inside a job, and arguments are rewritten only when it is 0; SLEEPING counts workers in
  * Atomics.wait. Waking one costs far more than a small job (measured here: ~160 µs median
  * under load, the woken thread often preempting the caller on its core), so a job posted with
- * `wake` false runs on the caller alone when every worker sleeps. Workers are unref'd (they never
+ * `wake` false runs on the caller alone when every worker sleeps. A worker spins only after a
+ * job: one whose 100 ms wait timed out sleeps again at once (it used to spin again, showing
+ * SLEEPING 0, so the small jobs posted meanwhile were split onto it). Workers are unref'd (they never
  * keep the process alive) and `close()` ends them. A chunk that throws on a worker fails the
  * job on the caller; a job not finished in JOB_TIMEOUT_MS throws, so a misbehaving worker
  * cannot hang the engine.
@@ -51,8 +53,9 @@ for (const m of modules) {
 const c = new Int32Array(ctrl);
 const f = new Float64Array(ctrl);
 let seen = 0; // the generation when the pool was made: jobs may be posted before this worker starts
+let spin = true; // right after a job only: a worker back from a timed-out wait sleeps again at once
 for (;;) {
-  let spins = 0;
+  let spins = spin ? 0 : ${SPIN};
   while (Atomics.load(c, ${GEN}) === seen && spins < ${SPIN}) spins++;
   if (Atomics.load(c, ${GEN}) === seen) {
     Atomics.add(c, ${SLEEPING}, 1);
@@ -61,7 +64,11 @@ for (;;) {
   }
   if (Atomics.load(c, ${STOP}) !== 0) break;
   const g = Atomics.load(c, ${GEN});
-  if (g === seen) continue;
+  if (g === seen) {
+    spin = false;
+    continue;
+  }
+  spin = true;
   seen = g;
   Atomics.add(c, ${ACTIVE}, 1);
   for (let k = Atomics.add(c, ${NEXT}, 1); k < Atomics.load(c, ${NCHUNKS}); k = Atomics.add(c, ${NEXT}, 1)) {
