@@ -19,6 +19,8 @@ import chat_data
 import heldout_phrasings
 import m3_render as R
 import op_words
+import spans
+import vary
 import tool_catalog as T
 import tool_catalog_v1 as V1
 from worked import worked
@@ -44,9 +46,21 @@ def _msgs(rng, user, history=True, wide=False):
     return m
 
 
+RUN10 = False  # gen_data.py --run10: vary.py's wordings and spans.py's lines (docs/tiny-model.md, "Run 10")
+
+
 def arithmetic_sample(rng):
     q, steps, numbers = arith_train.problem(rng)
-    reasoning, r = worked(steps, numbers, rng, op_words.keys_for(q, steps) if arith_train.RUN9 else None)
+    sp = None
+    if RUN10:
+        while True:
+            v = vary.vary(rng, q)
+            if not any(m in v for m in heldout_phrasings.FRAME_MARKERS):
+                break
+        q = v
+        numbers = arith_train.numbers_in(q, steps)
+        sp = spans.span_lines(q, numbers)
+    reasoning, r = worked(steps, numbers, rng, op_words.keys_for(q, steps) if arith_train.RUN9 else None, sp)
     content = f"The answer is {r}.\n#### {r}"
     return [dict(kind="arithmetic", prompt=R.render_prompt(_msgs(rng, q, wide=True)), completion=R.render_completion(reasoning, content))]
 
@@ -216,9 +230,12 @@ def main():
     ap.add_argument("--template", default=str(Path(__file__).parent.parent / "models/moeserve-tiny-m3/tokenizer_config.json"))
     ap.add_argument("--eval-out")
     ap.add_argument("--run9", action="store_true", help="run 9's data: the key line and arith_sem.py (not bundled)")
+    ap.add_argument("--run10", action="store_true", help="run 10's data: vary.py's wordings and spans.py's lines")
     ap.add_argument("--render-cases", help="write the rendering fixture for src/datagen/python-render.test.ts")
     a = ap.parse_args()
     arith_train.RUN9 = a.run9  # before the pool forks
+    global RUN10
+    RUN10 = a.run10
     if a.render_cases:
         Path(a.render_cases).write_text(json.dumps(render_cases(a.seed), indent=1, ensure_ascii=False) + "\n")
     if a.eval_out:
@@ -240,11 +257,15 @@ def main():
     user_turns = [s["prompt"].split("]~b]user\n")[-1] for ch in chunks for s in ch]
     leaks = sum(1 for u in user_turns if any(q in u for q in heldout_q))
     frames = sum(1 for u in user_turns if any(m in u for m in heldout_phrasings.FRAME_MARKERS))
+    import fresh_heldout, sealed2_heldout, sealed_heldout  # counted only: the generator does not avoid them
+    other = sum(1 for u in user_turns if any(m in u for m in fresh_heldout.FRESH_MARKERS + sealed_heldout.SEALED_MARKERS
+                                               + sealed2_heldout.SEALED2_MARKERS))
     with open(out / "heldout-prompts.jsonl", "w") as f:
         for it in heldout_items(a.seed + 7):
             f.write(json.dumps(it, ensure_ascii=False) + "\n")
     (out / "chat_template.jinja").write_text(json.loads(Path(a.template).read_text())["chat_template"])
-    print(json.dumps({"samples": n, "heldout_questions_in_training": leaks, "heldout_frames_in_training": frames}))
+    print(json.dumps({"samples": n, "heldout_questions_in_training": leaks, "heldout_frames_in_training": frames,
+                      "fresh_sealed_markers_in_training": other}))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ case "$INIT" in
   *.safetensors) cp "$INIT" /tmp/tm-init.safetensors || exit 1 ;;
   *) timeout 40 python3 pack_init.py unpack "$INIT" /tmp/tm-init.safetensors || exit 1 ;;
 esac
-timeout 90 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 ${SEED:+--seed $SEED} \
+timeout 90 python3 gen_data.py --out /tmp/tm-g --num "${NUM:-200000}" --workers 16 ${SEED:+--seed $SEED} $GEN_FLAGS \
   --template ../tokenizer/tokenizer_config.json | tee "$O/gen.out" || exit 1
 timeout $(($(left) - 3)) python3 train.py --data /tmp/tm-g --out "$O/model" \
   --minutes 9 --deadline $((START + BUDGET - 15)) --reserve-s "${RESERVE:-50}" --save-every-s 90 \

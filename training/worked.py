@@ -108,7 +108,7 @@ def compare_line(a, b, smaller_first):
     return f"compare {x}, {y}: {max(a, b)} is bigger"
 
 
-def worked(steps, numbers=None, rng=None, keys=None):
+def worked(steps, numbers=None, rng=None, keys=None, spans=None):
     """steps: [(a, op, b)] or [(a, op, b, cue)] where a or b may be the string 'prev' for the last
     result. With numbers (the problem's numbers in the order the text gives them), the reasoning
     opens with the extraction line `numbers: 45, 29`, and each step with a cue carries the line
@@ -116,9 +116,11 @@ def worked(steps, numbers=None, rng=None, keys=None):
     meaning words first, then the digits are worked; with rng, a subtraction also gets
     compare_line first. With keys (run 9, op_words.keys_for: per step, the question's phrase that
     decides its operation, or None), the cue line starts with that phrase copied:
-    `lose: left, so -`.
+    `lose: left, so -`. With spans (run 10, spans.span_lines: each number with its words, then
+    the asking clause), those lines follow the extraction line.
     Returns (reasoning text, final result)."""
     lines, prev = ([f"numbers: {', '.join(str(n) for n in numbers)}"] if numbers is not None else []), None
+    lines += spans or []
     for i, (a, op, b, *cue) in enumerate(steps):
         a = prev if a == "prev" else a
         b = prev if b == "prev" else b
