@@ -20,6 +20,8 @@ tar xzf "$D/tree.tgz" -C "$W" || exit 1
 [ -f "$ROOT/.device/env.sh" ] && source "$ROOT/.device/env.sh"
 ln -sfn "$ROOT/node_modules" "$W/node_modules"
 INIT="$ROOT/models/moeserve-tiny-m3/model.safetensors"
+# TM_INIT: a model.safetensors shipped beside gpu.sh (a continuation of an unbundled run), checked against TM_SHA.
+[ -n "$TM_INIT" ] && INIT="$D/$TM_INIT"
 echo "${TM_SHA:-9ffdd05af469d7eef1cf41d35b055d452e3511e8e6f11fa47e3ba372dc38eff3}  $INIT" | sha256sum -c || exit 1
 el() { echo $(( $(date +%s) - T0 )); }
 cd "$W"
