@@ -49,7 +49,7 @@ import {
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
 import { setMoeLanes } from '../src/backend/cuda/moe-expert-gemm.js';
-import { setMoeScan, type MoeScan } from '../src/backend/cuda/moe-ops.js';
+import { setMoeScan, type MoeScan } from '../src/backend/cuda/moe-plan.js';
 import { setFp8DecodeChoice, type Fp8DecodeChoice } from '../src/backend/cuda/skinny-gemm.js';
 
 function arg(name: string, fallback: string): string {

@@ -7,7 +7,7 @@
 import type { MoeOptions } from '../backend.js';
 import { FP8_GEMV, FP8_GEMV_DOWN, FP8_GEMV_GU } from './gemm-kernels.js';
 import { launchKernel } from './kernel-launch.js';
-import type { MoePlan } from './moe-ops.js';
+import type { MoePlan } from './moe-plan.js';
 import type { OpContext } from './op-context.js';
 
 /** The most token rows the kernel takes (4 tiles of 8). */

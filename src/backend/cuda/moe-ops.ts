@@ -1,37 +1,24 @@
 /** Launchers for kernels/router.cu and kernels/moe.cu (see the kernels' headers). */
 import type { ExpertWeights, MoeOptions, RouterOptions } from '../backend.js';
-import { DTYPE_BYTES } from '../../tensor/dtype.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { cuda, CudaTensor, letter } from './cuda-tensor.js';
+import { cuda, letter } from './cuda-tensor.js';
 import type { TypeLetter } from './kernel-decl.js';
 import { launchKernel } from './kernel-launch.js';
 import {
-  MOE_COMBINE,
-  MOE_COUNT,
   MOE_DOWN_SCALAR,
   MOE_GU_SCALAR,
   MOE_MMA_DOWN,
   MOE_MMA_GU,
-  MOE_SCAN,
-  MOE_SCATTER,
   ROUTER_TOPK,
 } from './kernel-table.js';
 import { readEnv } from '../../config/env.js';
 import type { CublasGemm } from './cublas-gemm.js';
 import { moeGemmPath, perExpertCublasGemms, type MoeGemmPath } from './moe-expert-gemm.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
-import { fp8Dequantize, fp8MmaFits } from './fp8-ops.js';
-import { fp8GemvMoe, gemvFits, gemvTileRows } from './fp8-gemv.js';
-import { ltFor } from './lt-fp8-gemm.js';
-import { w8a8MoeGemms } from './moe-w8a8.js';
-import { w8a8MoeApplies } from '../../tensor/fp8-activation.js';
-import {
-  fp8MoeKernel,
-  skinnyMoeGemms,
-  skinnyMoeGemmsBf16,
-  type Fp8DecodeKernel,
-} from './skinny-gemm.js';
-import { strideGrid, type OpContext } from './op-context.js';
+import { dequantized, moeFp8 } from './moe-fp8.js';
+import { combine, permute, planMoe, type MoePlan } from './moe-plan.js';
+import { skinnyMoeGemmsBf16, type Fp8DecodeKernel } from './skinny-gemm.js';
+import type { OpContext } from './op-context.js';
 
 export function routerTopK(
   ctx: OpContext,
@@ -83,123 +70,6 @@ const MMA_PITCH = 72;
 function tileName(BT: number): '16' | '32' | '64' {
   if (BT === 16 || BT === 32 || BT === 64) return `${BT}`;
   throw new Error(`moe: no kernel for tiles of ${BT} rows`);
-}
-
-/** Token rows per MoE tile: small at decode (few tokens per expert), larger for prefill. */
-function tileRows(rows: number, experts: number): number {
-  const perExpert = rows / Math.max(1, Math.min(experts, rows));
-  return perExpert <= 16 ? 16 : perExpert <= 32 ? 32 : 64;
-}
-
-export interface MoePlan {
-  readonly T: number;
-  readonly D: number;
-  readonly I: number;
-  readonly E: number;
-  readonly Kw: number;
-  /** Token slots, T * Kw. */
-  readonly n: number;
-  readonly BT: number;
-  readonly maxTiles: number;
-  readonly mma: boolean;
-  /** Workspace pointers. */
-  readonly buf: Readonly<Record<(typeof BUFFERS)[number], number>>;
-}
-
-const BUFFERS = [
-  'counts',
-  'offsets',
-  'cursor',
-  'tileExpert',
-  'tileStart',
-  'numTiles',
-  'perm',
-  'slotRow',
-  'act',
-  'y',
-] as const;
-
-function planMoe(
-  ctx: OpContext,
-  T: number,
-  D: number,
-  I: number,
-  E: number,
-  Kw: number,
-  mma: boolean,
-  path: MoeGemmPath,
-  tileHeight?: number,
-): MoePlan {
-  const n = T * Kw;
-  const BT = mma ? (tileHeight ?? tileRows(n, E)) : 1 << 30;
-  // Each non-empty expert adds at most one partial tile, and at most min(E, n) are non-empty.
-  const maxTiles = mma ? Math.ceil(n / BT) + Math.min(E, n) : E;
-  const bytes: Record<(typeof BUFFERS)[number], number> = {
-    counts: E * 4,
-    offsets: (E + 1) * 4,
-    cursor: E * 4,
-    tileExpert: maxTiles * 4,
-    tileStart: maxTiles * 4,
-    numTiles: 4,
-    perm: n * 4,
-    slotRow: n * 4,
-    act: n * I * (mma ? 2 : 4),
-    // The per-expert path keeps gate|up [n, 2I] f32 here before the down output.
-    y: n * (path === 'per-expert-cublas' ? Math.max(D, 2 * I) : D) * 4,
-  };
-  const buf = Object.fromEntries(
-    BUFFERS.map((b) => [b, ctx.ws.get(`moe.${b}`, bytes[b])]),
-  ) as MoePlan['buf'];
-  return { T, D, I, E, Kw, n, BT, maxTiles, mma, buf };
-}
-
-/**
- * moe.cu's tile-table kernel: 'serial' (one thread, an expert at a time) or 'warp' (warp scans,
- * 32 experts per step); the same table. Warp by measurement (session 8 W2, bench:gpu 3 + 1
- * bf16 decode graph step: 1.644 / 2.243 / 3.411 ms against serial's 1.656 / 2.256 / 3.421 at
- * B = 1 / 8 / 32, 10-13 µs per MoE layer).
- */
-export type MoeScan = 'serial' | 'warp';
-let moeScan: MoeScan = 'warp';
-
-/** Picks the tile-table kernel (benchmarks: bench:gpu --moe-scan). */
-export function setMoeScan(s: MoeScan): void {
-  moeScan = s;
-}
-
-/** Counts per expert, tile table, and the permutation of token slots grouped by expert. */
-function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
-  const { buf: b, n, E } = p;
-  const slots = { grid: strideGrid(ctx, n), block: [256, 1, 1] } as const;
-  ctx.dev.memsetAsync(b.counts, 0, E * 4);
-  launchKernel(ctx, MOE_COUNT, 'moe_count', slots, { counts: b.counts, ids, n, first, E });
-  launchKernel(
-    ctx,
-    MOE_SCAN,
-    moeScan === 'warp' ? 'moe_scan_warp' : 'moe_scan',
-    { grid: [1, 1, 1], block: [32, 1, 1] },
-    {
-      offsets: b.offsets,
-      cursor: b.cursor,
-      tileExpert: b.tileExpert,
-      tileStart: b.tileStart,
-      numTiles: b.numTiles,
-      counts: b.counts,
-      E,
-      BT: p.BT,
-      maxTiles: p.maxTiles,
-    },
-  );
-  launchKernel(ctx, MOE_SCATTER, 'moe_scatter', slots, {
-    perm: b.perm,
-    slotRow: b.slotRow,
-    cursor: b.cursor,
-    offsets: b.offsets,
-    ids,
-    n,
-    first,
-    E,
-  });
 }
 
 /** Fused gate|up + SwiGLU and down GEMMs on tensor cores (bf16). */
@@ -366,136 +236,4 @@ export function moe(
       o,
     );
   combine(ctx, xo, p);
-}
-
-/**
- * FP8 experts read as FP8 by the tile kernels (skinny-gemm.cu) up to this many tokens: every
- * expert's codes once per 64-row tile, against dequantizing all experts to bf16 for cuBLAS (3
- * bytes moved per weight before cuBLAS reads 2); beyond it cuBLAS's GEMM rate wins.
- */
-const FP8_MOE_TILES_MAX_TOKENS = 4096;
-
-/**
- * Whether `moe` on these experts at T tokens only enqueues device work: not when it takes
- * W8A8 (block FP8 at prefill sizes), whose per-expert GEMMs read the row counts on the host.
- */
-export function moeCapturable(T: number, ew: ExpertWeights): boolean {
-  const { gateUp: gu, down: dn } = ew;
-  if (!(gu instanceof CudaFp8Weight) || !(dn instanceof CudaFp8Weight)) return true;
-  return !w8a8MoeApplies(gu.scaling, dn.scaling, T, gu.shape[2]!, dn.shape[2]!);
-}
-
-/**
- * FP8 experts: W8A8 where its rule applies (moe-w8a8.ts, per-expert cuBLASLt; `path` and
- * `fp8Kernel` pick among the W8A16 paths below it), else the FP8 tile kernels or, for long
- * prefills, each expert dequantized for cuBLAS.
- */
-function moeFp8(
-  ctx: OpContext,
-  gemm: CublasGemm,
-  dims: { T: number; D: number; I: number; E: number; Kw: number; first: number },
-  t: {
-    xo: CudaTensor;
-    xi: CudaTensor;
-    ii: CudaTensor;
-    wi: CudaTensor;
-    gu: CudaFp8Weight;
-    dn: CudaFp8Weight;
-  },
-  o: MoeOptions,
-  path: MoeGemmPath | undefined,
-  fp8Kernel: Fp8DecodeKernel | undefined,
-): boolean {
-  const { T, D, I, E, Kw } = dims;
-  const { xo, xi, ii, wi, gu, dn } = t;
-  if (w8a8MoeApplies(gu.scaling, dn.scaling, T, D, I)) {
-    if (xi.dtype !== 'bf16') throw new Error(`moe: W8A8 experts take bf16 input, not ${xi.dtype}`);
-    if (ctx.dev.isCapturing)
-      throw new Error(
-        `moe: ${T} tokens on block-FP8 experts run W8A8 per expert (host-read row counts): not capturable`,
-      );
-    const p = planMoe(ctx, T, D, I, E, Kw, true, 'per-expert-cublas');
-    permute(ctx, p, ii.ptr, dims.first);
-    const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
-    const io = { x: xi.ptr, rw: wi.ptr, out: xo.ptr, outLetter: letter(xo, 'moe') };
-    w8a8MoeGemms(ctx, ltFor(ctx.dev), perm, gu, dn, io, o);
-    return true;
-  }
-  const fp8 = xi.dtype === 'bf16' && fp8MmaFits(gu, D) && fp8MmaFits(dn, I);
-  const how =
-    path ?? (T > FP8_MOE_TILES_MAX_TOKENS && !ctx.dev.isCapturing ? 'per-expert-cublas' : 'tiles');
-  if (fp8 && how === 'per-expert-cublas') {
-    // Prefill: expert by expert, dequantized to bf16 just before its cuBLAS GEMMs.
-    const p = planMoe(ctx, T, D, I, E, Kw, true, 'per-expert-cublas');
-    permute(ctx, p, ii.ptr, dims.first);
-    const perm = { T, D, I, E, Kw, n: p.n, ...p.buf };
-    const operands = {
-      gateUpOf: expertDequantizer(ctx, gu, 'moe.fp8.expert.gu'),
-      downOf: expertDequantizer(ctx, dn, 'moe.fp8.expert.down'),
-      x: xi.ptr,
-      rw: wi.ptr,
-      out: xo.ptr,
-      grouped: false, // one dequantized expert buffer, reused
-      concurrent: false,
-    };
-    perExpertCublasGemms(ctx, gemm, perm, { ...operands, outLetter: letter(xo, 'moe') }, o);
-    return true;
-  }
-  if (fp8) {
-    const kernel = fp8Kernel ?? fp8MoeKernel(T);
-    const gemv =
-      kernel === 'v8' && gemvFits(1, D, gu.scaling.group) && gemvFits(1, I, dn.scaling.group);
-    const gemvBlock = gemv && gu.flavour === 'blk' && dn.flavour === 'blk';
-    const bt = gemvBlock ? gemvTileRows(T * Kw, E) : undefined;
-    const p = planMoe(ctx, T, D, I, E, Kw, true, 'tiles', bt);
-    permute(ctx, p, ii.ptr, dims.first);
-    if (gemvBlock) fp8GemvMoe(ctx, p, gemvOperand(gu), xi.ptr, gemvOperand(dn), wi.ptr, o);
-    else skinnyMoeGemms(ctx, p, gu, xi.ptr, dn, wi.ptr, o, kernel === 'v8' ? 'w8a16' : kernel);
-    combine(ctx, xo, p);
-    return true;
-  }
-  return false;
-}
-
-/** Expert e of a stacked FP8 weight dequantized to bf16 into workspace `name` (reused). */
-function expertDequantizer(ctx: OpContext, w: CudaFp8Weight, name: string): (e: number) => number {
-  const per = w.numel / w.shape[0]!;
-  return (e) => {
-    const ptr = ctx.ws.get(name, per * 2);
-    const scales = new CudaTensor(
-      w.scales.shape.slice(1),
-      w.scales.dtype,
-      w.scales.ptr + e * (w.scales.numel / w.shape[0]!) * DTYPE_BYTES[w.scales.dtype],
-      null,
-    );
-    fp8Dequantize(
-      ctx,
-      ptr,
-      'b',
-      new CudaFp8Weight(w.shape.slice(1), w.ptr + e * per, null, scales, w.scaling),
-    );
-    return ptr;
-  };
-}
-
-/** An FP8 weight as the GEMV kernels take it. */
-function gemvOperand(w: CudaFp8Weight): { ptr: number; scales: number; group: number } {
-  return { ptr: w.ptr, scales: w.scales.ptr, group: w.scaling.group };
-}
-
-/** A bf16 copy of an FP8 weight in workspace `name` (code · scale rounded once to bf16). */
-function dequantized(ctx: OpContext, w: CudaFp8Weight, name: string): CudaTensor {
-  const ptr = ctx.ws.get(name, w.numel * 2);
-  fp8Dequantize(ctx, ptr, 'b', w);
-  return new CudaTensor(w.shape, 'bf16', ptr, null);
-}
-
-function combine(ctx: OpContext, xo: CudaTensor, p: MoePlan): void {
-  launchKernel(
-    ctx,
-    MOE_COMBINE,
-    `moe_combine_${letter(xo, 'moe')}`,
-    { grid: [p.T, 1, 1], block: [256, 1, 1] },
-    { out: xo.ptr, y: p.buf.y, slotRow: p.buf.slotRow, Kw: p.Kw, D: p.D },
-  );
 }

@@ -20,7 +20,7 @@ import {
   type SkinnyWeight,
 } from './gemm-kernels.js';
 import { launchKernel } from './kernel-launch.js';
-import type { MoePlan } from './moe-ops.js';
+import type { MoePlan } from './moe-plan.js';
 import type { OpContext } from './op-context.js';
 
 const ROW_BYTES = 128;
