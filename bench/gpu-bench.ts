@@ -166,6 +166,23 @@ async function hostPrefillMs(model: MiniMaxM3Model, kv: KvCache, T: number): Pro
   return median(ms);
 }
 
+/** Host ms of 3 prefills, each after `restMs` of idle. */
+async function prefillReps(
+  model: MiniMaxM3Model,
+  batch: ForwardBatch,
+  kv: KvCache,
+  restMs: number,
+): Promise<number[]> {
+  const ms: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    if (restMs) await new Promise((res) => setTimeout(res, restMs));
+    const t0 = performance.now();
+    await model.forward(batch, kv);
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+}
+
 async function timePrefill(
   gpu: CudaBackend,
   model: MiniMaxM3Model,
@@ -184,12 +201,14 @@ async function timePrefill(
       .map((g) => `${g.ms.toFixed(3)} ms after #${g.index - 1} ${g.after} before ${g.before}`)
       .join('; ')}`,
   );
-  const ms: number[] = [];
-  for (let r = 0; r < 3; r++) {
-    const t0 = performance.now();
-    await model.forward(batch, kv);
-    ms.push(performance.now() - t0);
-  }
+  const ms = await prefillReps(model, batch, kv, 0);
+  // The same prefill after 500 ms idle each: back-to-back prefills at this size have run about
+  // 5% slower than the profiled call before them (s10w2: 8k 58.1 vs 55.4 ms); this row tells
+  // the GPU's sustained-load behaviour apart from the engine's work.
+  const rested = await prefillReps(model, batch, kv, 500);
+  console.log(
+    `prefill ${T} host ms: back-to-back ${ms.map((x) => x.toFixed(1)).join(' ')}; after 500 ms idle ${rested.map((x) => x.toFixed(1)).join(' ')}`,
+  );
   const flops = prefillFlops(model.cfg, T);
   const t = median(ms);
   const tflops = flops / (t * 1e-3) / 1e12;
@@ -202,6 +221,7 @@ async function timePrefill(
     tflops,
     fractionOfGemm: tflops / ceil.gemmTflops,
     tokensPerSecond: T / (t * 1e-3),
+    restedMs: median(rested),
   };
 }
 
