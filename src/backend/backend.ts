@@ -83,9 +83,11 @@ export interface Backend {
    */
   matmul(out: Tensor, x: Tensor, w: Tensor): void;
   /**
-   * Optional: outs[i] = x · ws[i]^T for every i, exactly the results of matmul(outs[i], x,
-   * ws[i]) one by one (weights of one K, any N): the projections that read the same input
-   * (q, k, v and the MSA index q, k) as one call, where a backend saves per-call work by it.
+   * Optional: outs[i] = x · ws[i]^T for every i (weights of one K, any N): the projections
+   * that read the same input (q, k, v and the MSA index q, k) as one call, where a backend
+   * saves per-call work by it. The CPU's results are exactly matmul's one by one; CUDA runs
+   * weights stored as adjacent rows of one allocation as one GEMM from PACKED_MIN_ROWS rows
+   * (cuda/matmul-many.ts), whose rounding is cuBLAS's for that shape.
    */
   matmulMany?(outs: readonly Tensor[], x: Tensor, ws: readonly Tensor[]): void;
   /**

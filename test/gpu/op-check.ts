@@ -161,6 +161,40 @@ export function checkOps(cpu: Backend, gpu: Backend): Row[] {
     ];
   });
 
+  run('matmulMany', () => {
+    // Adjacent row views of one bf16 weight at >= PACKED_MIN_ROWS rows: one GEMM, then split.
+    const M = 600;
+    const x = b.rand([M, 256], 'bf16', 40);
+    const packed = b.rand([512 + 128 + 8, 256], 'bf16', 41, 0.05);
+    const apart = b.rand([96, 256], 'bf16', 42, 0.05);
+    const parts = [
+      [0, 512],
+      [512, 128],
+      [640, 8],
+    ] as const;
+    const views = (k: 'cpu' | 'gpu') => [
+      ...parts.map(([s0, n]) => (k === 'cpu' ? cpu : gpu).rows(packed[k], s0, n)),
+      apart[k],
+    ];
+    const outs = [...parts.map(([, n]) => n), 96].map((n) => b.zeros([M, n], 'bf16'));
+    cpu.matmulMany!(
+      outs.map((o) => o.cpu),
+      x.cpu,
+      views('cpu'),
+    );
+    gpu.matmulMany!(
+      outs.map((o) => o.gpu),
+      x.gpu,
+      views('gpu'),
+    );
+    return outs.map((o, i) =>
+      floatRow(
+        `matmulMany M=${M} part ${i} [${o.cpu.shape[1]}, 256]${i < 3 ? ' (packed)' : ''}`,
+        b.rel(o),
+      ),
+    );
+  });
+
   run('add', () => {
     const a = b.rand([T, 300], 'bf16', 10);
     const c = b.rand([T, 300], 'bf16', 11);

@@ -11,6 +11,7 @@ const OPS = [
   'rmsNorm',
   'addRmsNorm',
   'matmul',
+  'matmulMany',
   'add',
   'rope',
   'writeCache',
@@ -41,7 +42,7 @@ export async function recordOps(gpu: CudaBackend, fn: () => Promise<unknown>): P
       dev.record(a);
       const r = orig.apply(gpu, args);
       dev.record(b);
-      const key = name === 'matmul' ? `matmul [${(args[2] as Tensor).shape.join('x')}]` : name;
+      const key = opKey(name, args);
       marks.push([key, a, b]);
       return r;
     };
@@ -53,6 +54,14 @@ export async function recordOps(gpu: CudaBackend, fn: () => Promise<unknown>): P
   }
   dev.sync();
   return marks;
+}
+
+/** Matmuls by weight shape; matmulMany by its weights' rows and K. */
+function opKey(name: string, args: unknown[]): string {
+  if (name === 'matmul') return `matmul [${(args[2] as Tensor).shape.join('x')}]`;
+  if (name !== 'matmulMany') return name;
+  const ws = args[2] as Tensor[];
+  return `matmulMany [${ws.map((w) => w.shape[0]).join('+')}x${ws[0]?.shape[1]}]`;
 }
 
 function totals(gpu: CudaBackend, marks: Mark[]): [string, number][] {

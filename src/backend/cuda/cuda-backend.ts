@@ -35,6 +35,7 @@ import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
 import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
+import { matmulMany } from './matmul-many.js';
 import { matmul, matmulRowInvariantFrom } from './matmul-ops.js';
 import { freeLtScales } from './fp8-w8a8.js';
 import { moe, routerTopK } from './moe-ops.js';
@@ -275,6 +276,10 @@ export class CudaBackend implements Backend {
 
   matmul(out: Tensor, x: Tensor, w: Tensor): void {
     matmul(this.ctx, this.gemm, out, x, w, this.skinny);
+  }
+
+  matmulMany(outs: readonly Tensor[], x: Tensor, ws: readonly Tensor[]): void {
+    matmulMany(this.ctx, this.gemm, outs, x, ws, this.skinny);
   }
 
   matmulRowInvariantFrom(w: Tensor): number {

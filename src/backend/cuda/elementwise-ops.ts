@@ -17,6 +17,7 @@ import {
   FILL_RANDOM,
   GATHER_ROWS,
   RMSNORM_BLOCK,
+  SPLIT_COLUMNS,
   RMSNORM_WARP,
   ROPE,
   SWIGLU,
@@ -202,6 +203,22 @@ export function gatherLogitRows(ctx: OpContext, out: Tensor, x: Tensor, meta: Cu
     { grid: [meta.numLogitRows, 1, 1], block: B256 },
     { out: o.ptr, x: xi.ptr, rows: meta.logitRows, D },
   );
+}
+
+/** out [M, N] = columns [off, off + N) of the bf16 rows `inp` [M, Ntot] (multiples of 8). */
+export function splitColumns(
+  ctx: OpContext,
+  out: number,
+  inp: number,
+  M: number,
+  N: number,
+  Ntot: number,
+  off: number,
+): void {
+  if (N % 8 || Ntot % 8 || off % 8)
+    throw new Error(`splitColumns: N ${N}, Ntot ${Ntot}, off ${off} must be multiples of 8`);
+  const shape = { grid: strideGrid(ctx, (M * N) / 8), block: B256 };
+  launchKernel(ctx, SPLIT_COLUMNS, 'split_columns_b', shape, { out, in: inp, M, N, Ntot, off });
 }
 
 /** out = in converted elementwise (n elements; pointers and type letters). */

@@ -80,6 +80,12 @@ export const GATHER_ROWS = kernel({
   args: { out: 'ptr', x: 'ptr', rows: 'ptr', D: 'i32' },
   launch: 'grid (R), block 256',
 });
+export const SPLIT_COLUMNS = kernel({
+  file: 'elementwise',
+  names: ['split_columns_b'],
+  args: { out: 'ptr', in: 'ptr', M: 'i64', N: 'i32', Ntot: 'i32', off: 'i32' },
+  launch: 'grid-stride over M*N/8, block 256',
+});
 export const CONVERT = kernel({
   file: 'elementwise',
   names: variants('convert_', TWO_TYPES),

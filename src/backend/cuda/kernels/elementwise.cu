@@ -1,5 +1,5 @@
 // Row and element kernels: embedding gather, add, partial NeoX RoPE, paged KV write,
-// SwiGLU-OAI, logit-row gather, dtype conversion. Names end in type letters (b = bf16,
+// SwiGLU-OAI, logit-row gather, column split, dtype conversion. Names end in type letters (b = bf16,
 // f = f32, 8 = E4M3 codes): first the output, then the inputs.
 // Launch: 1-D grids; row kernels take one block of 256 threads per row (grid.x = rows),
 // element kernels a grid-stride loop. Tested by test/gpu/gpu-check.ts against the CPU backend.
@@ -167,6 +167,19 @@ FOR_2TYPES(SWIGLU)
       stf(out + (long long)r * D + d, ldf(x + src * D + d));                                  \
   }
 FOR_2TYPES(GATHER)
+
+// out[m, :] = in[m, off : off + N] for in [M, Ntot], out [M, N], 16 bytes per thread (bf16:
+// N, Ntot and off multiples of 8): one part of a GEMM over row-packed weights (matmulMany).
+// grid-stride over M * N / 8, block 256.
+extern "C" __global__ void split_columns_b(uint4* out, const bf16_t* in, long long M, int N,
+                                           int Ntot, int off) {
+  const long long per = N / 8;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < M * per;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long m = i / per;
+    out[i] = reinterpret_cast<const uint4*>(in + m * Ntot + off)[i - m * per];
+  }
+}
 
 // Element-wise dtype conversion, grid-stride.
 #define CONVERT(S, TO, TI)                                                                    \
