@@ -6,6 +6,7 @@
  * slowest rank; the median of `reps` is reported. Inputs are zeros: the kernels do the same
  * work whatever the values (correctness is test:gpu's job).
  */
+import { kernelTuning } from '../src/backend/cuda/kernel-tuning.js';
 import { addRmsNorm } from '../src/backend/cuda/elementwise-ops.js';
 import type { CudaTensor } from '../src/backend/cuda/cuda-tensor.js';
 import { CudaTensor as Tensor } from '../src/backend/cuda/cuda-tensor.js';
@@ -106,7 +107,11 @@ export function benchRank(
   job: BenchJob,
 ): BenchPoint[] {
   const ctxs = (Array.isArray(ctxOrCtxs) ? ctxOrCtxs : [ctxOrCtxs]).map(
-    (c: Pick<OpContext, 'dev' | 'kernels'>) => ({ ...c, ws: new Workspace(c.dev) }),
+    (c: Pick<OpContext, 'dev' | 'kernels'>) => ({
+      ...c,
+      ws: new Workspace(c.dev),
+      tuning: kernelTuning(),
+    }),
   );
   const D = job.hidden;
   const points: BenchPoint[] = [];

@@ -48,9 +48,7 @@ import {
   type WeightBytes,
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
-import { setMoeLanes } from '../src/backend/cuda/moe-expert-gemm.js';
-import { setMoeScan, type MoeScan } from '../src/backend/cuda/moe-plan.js';
-import { setFp8DecodeChoice, type Fp8DecodeChoice } from '../src/backend/cuda/skinny-gemm.js';
+import type { Fp8DecodeChoice, MoeScan } from '../src/backend/cuda/kernel-tuning.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -338,19 +336,18 @@ async function runPass(s: Setup, quantization: string, weights: ModelWeights): P
     .split(',')
     .map(Number)
     .filter((x) => x > 0)) {
-    setMoeLanes(n);
+    gpu.setTuning({ moeLanes: n });
     for (const T of s.prefillTs)
       console.log(
         `prefill ${T}, ${n} MoE lanes: ${(await hostPrefillMs(model, kv, T)).toFixed(1)} ms`,
       );
   }
-  setMoeLanes(4);
+  gpu.setTuning({});
   const rows: DecodeRow[] = [];
   const choices = quantization === 'fp8' ? s.fp8Decode : (['default'] as const);
   for (const scan of s.moeScans)
     for (const choice of choices) {
-      setMoeScan(scan);
-      setFp8DecodeChoice(choice);
+      gpu.setTuning({ moeScan: scan, fp8Decode: choice });
       const variant = `${choice}/${scan}`;
       for (const B of s.batches) {
         const first = rows.length < s.batches.length;
@@ -372,8 +369,7 @@ async function runPass(s: Setup, quantization: string, weights: ModelWeights): P
         rows.push(r);
       }
     }
-  setMoeScan('warp');
-  setFp8DecodeChoice('default');
+  gpu.setTuning({});
   mkdirSync(s.out, { recursive: true });
   writeFileSync(
     join(s.out, `${s.stem}.json`),

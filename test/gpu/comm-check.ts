@@ -6,6 +6,7 @@
  * kernel bit for bit (and its residual against the CPU definition); graph capture and replay.
  * Run by gpu-check.ts --only comm (the process emulation is comm-process-check.ts).
  */
+import { kernelTuning } from '../../src/backend/cuda/kernel-tuning.js';
 import { addRmsNorm } from '../../src/backend/cuda/elementwise-ops.js';
 import type { CudaTensor } from '../../src/backend/cuda/cuda-tensor.js';
 import { CudaDevice } from '../../src/backend/cuda/device.js';
@@ -62,7 +63,12 @@ export function streamGroup(
   const libs = loadCudaLibs();
   const devs = Array.from({ length: W }, () => new CudaDevice(libs, 0));
   const kc = kernels ?? new KernelCache(devs[0]!);
-  const ctxs = devs.map((dev) => ({ dev, kernels: kc, ws: new Workspace(dev) }));
+  const ctxs = devs.map((dev) => ({
+    dev,
+    kernels: kc,
+    ws: new Workspace(dev),
+    tuning: kernelTuning(),
+  }));
   const comms = createStreamIpcGroup(devs, kc, { maxBytes, ...o });
   return { devs, ctxs, comms, close: () => comms.forEach((c) => c.close()) };
 }

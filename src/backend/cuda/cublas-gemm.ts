@@ -112,7 +112,11 @@ export class CublasGemm {
     while (this.lanes.length < n) {
       const st: [unknown] = [null];
       dev.check.cu(cu.cuStreamCreate(st, 0), 'cuStreamCreate');
-      this.lanes.push({ gemm: new CublasGemm(dev, st[0]), stream: st[0], done: dev.createEvent(false) });
+      this.lanes.push({
+        gemm: new CublasGemm(dev, st[0]),
+        stream: st[0],
+        done: dev.createEvent(false),
+      });
     }
     this.forkEvent ??= dev.createEvent(false);
     dev.record(this.forkEvent);

@@ -35,6 +35,7 @@ import * as ew from './elementwise-ops.js';
 import { loadCudaLibs } from './ffi.js';
 import { Checker } from './check.js';
 import { KernelCache } from './kernel-cache.js';
+import { kernelTuning, type KernelTuning } from './kernel-tuning.js';
 import { matmulMany } from './matmul-many.js';
 import { matmul, matmulRowInvariantFrom } from './matmul-ops.js';
 import { freeLtScales } from './fp8-w8a8.js';
@@ -52,6 +53,8 @@ import { CudaFp8WeightOps } from './cuda-fp8-weights.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
+  /** Measured kernel choices (kernel-tuning.ts); default DEFAULT_TUNING. */
+  readonly tuning?: Partial<KernelTuning>;
   /** Told when a kernel compile (NVRTC, blocking) starts and ends (KernelCache's onCompile). */
   readonly onCompile?: (compiling: boolean) => void;
   /** Capacity of the per-step metadata buffer, in int32 entries (default 4 Mi). */
@@ -101,6 +104,7 @@ export class CudaBackend implements Backend {
       dev,
       kernels: new KernelCache(dev, undefined, undefined, o.onCompile),
       ws: new Workspace(dev),
+      tuning: kernelTuning(o.tuning),
     };
     this.gemm = new CublasGemm(dev);
     this.allocator = new DeviceAllocator(dev);
@@ -276,6 +280,11 @@ export class CudaBackend implements Backend {
 
   matmul(out: Tensor, x: Tensor, w: Tensor): void {
     matmul(this.ctx, this.gemm, out, x, w, this.skinny);
+  }
+
+  /** Replaces the kernel choices between steps (benchmarks; see kernel-tuning.ts). */
+  setTuning(t: Partial<KernelTuning>): void {
+    this.ctx.tuning = kernelTuning(t);
   }
 
   matmulMany(outs: readonly Tensor[], x: Tensor, ws: readonly Tensor[]): void {

@@ -90,27 +90,6 @@ export interface ExpertOperands {
   readonly concurrent: boolean;
 }
 
-/**
- * cuBLAS lanes (streams) the per-expert loop spreads its GEMMs over. At prefill an expert's
- * GEMM has tens to hundreds of rows, under one wave of CTAs (2,048 tokens: ~64 rows, N 6144:
- * about 48 of 132 SMs busy), so one after another the experts' weights stream at ~60% of the
- * copy bandwidth (lead's W1 profile, 2026-12-02: MoE 5.91 ms at 2,048 tokens against 3.47 ms
- * for reading 14.6 GB once).
- */
-let moeLanes = 4;
-
-/** Sets the lane count (benchmarks compare counts in one process: bench:gpu --moe-lanes). */
-export function setMoeLanes(n: number): void {
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`MoE lanes must be a positive integer, not ${n}`);
-  moeLanes = n;
-}
-
-/** The lane count the per-expert loops spread over (setMoeLanes). */
-export function moeLaneCount(): number {
-  return moeLanes;
-}
-
 /** Rows per expert, read from the device (waits for the stream). */
 export function expertOffsets(ctx: OpContext, p: MoePermutation): Int32Array {
   const off = new Int32Array(p.E + 1);
@@ -197,11 +176,18 @@ export function laneOrder(off: Int32Array, lanes: number): { e: number; lane: nu
 }
 
 /**
+ * cuBLAS lanes (streams) the per-expert loop spreads its GEMMs over. At prefill an expert's
+ * GEMM has tens to hundreds of rows, under one wave of CTAs (2,048 tokens: ~64 rows, N 6144:
+ * about 48 of 132 SMs busy), so one after another the experts' weights stream at ~60% of the
+ * copy bandwidth (lead's W1 profile, 2026-12-02: MoE 5.91 ms at 2,048 tokens against 3.47 ms
+ * for reading 14.6 GB once). The lane count is ctx.tuning.moeLanes (kernel-tuning.ts, default 4).
+ *
  * `each(gemm, e)` for every expert with rows; with `concurrent` operands expert e's GEMMs go to
  * its cuBLAS lane (laneOrder; each writes only its own rows), joined before the next kernel.
  */
 function forExperts(
   gemm: CublasGemm,
+  moeLanes: number,
   off: Int32Array,
   concurrent: boolean,
   each: (g: (...a: Parameters<CublasGemm['gemm']>) => void, e: number) => void,
@@ -228,7 +214,7 @@ function loopGemms(
 ): void {
   const { T, D, I, Kw, n } = p;
   const h = p.y; // gate|up [n, 2I] f32 and down [n, D] f32 never live at once
-  forExperts(gemm, off, w.concurrent, (g, e) => {
+  forExperts(gemm, ctx.tuning.moeLanes, off, w.concurrent, (g, e) => {
     const r0 = off[e]!;
     g(
       h + r0 * 2 * I * 4,
@@ -248,7 +234,7 @@ function loopGemms(
     { grid: strideGrid(ctx, n * I), block: [256, 1, 1] },
     { out: p.act, gu: h, M: n, I, alpha: o.alpha, limit: o.limit },
   );
-  forExperts(gemm, off, w.concurrent, (g, e) => {
+  forExperts(gemm, ctx.tuning.moeLanes, off, w.concurrent, (g, e) => {
     const r0 = off[e]!;
     g(h + r0 * D * 4, 'f32', p.act + r0 * I * 2, w.downOf(e), 'bf16', off[e + 1]! - r0, D, I);
   });

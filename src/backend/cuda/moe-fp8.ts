@@ -93,7 +93,7 @@ export function moeFp8(
     return true;
   }
   if (fp8) {
-    const kernel = fp8Kernel ?? fp8MoeKernel(T);
+    const kernel = fp8Kernel ?? fp8MoeKernel(T, ctx.tuning.fp8Decode);
     const gemv =
       kernel === 'v8' && gemvFits(1, D, gu.scaling.group) && gemvFits(1, I, dn.scaling.group);
     const gemvBlock = gemv && gu.flavour === 'blk' && dn.flavour === 'blk';

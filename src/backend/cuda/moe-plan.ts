@@ -77,19 +77,9 @@ export function planMoe(
   return { T, D, I, E, Kw, n, BT, maxTiles, mma, buf };
 }
 
-/**
- * moe.cu's tile-table kernel: 'serial' (one thread, an expert at a time) or 'warp' (warp scans,
- * 32 experts per step); the same table. Warp by measurement (session 8 W2, bench:gpu 3 + 1
- * bf16 decode graph step: 1.644 / 2.243 / 3.411 ms against serial's 1.656 / 2.256 / 3.421 at
- * B = 1 / 8 / 32, 10-13 µs per MoE layer).
- */
-export type MoeScan = 'serial' | 'warp';
-let moeScan: MoeScan = 'warp';
-
-/** Picks the tile-table kernel (benchmarks: bench:gpu --moe-scan). */
-export function setMoeScan(s: MoeScan): void {
-  moeScan = s;
-}
+// moe.cu's tile-table kernel (ctx.tuning.moeScan): warp by measurement (session 8 W2,
+// bench:gpu 3 + 1 bf16 decode graph step: 1.644 / 2.243 / 3.411 ms against serial's
+// 1.656 / 2.256 / 3.421 at B = 1 / 8 / 32, 10-13 us per MoE layer).
 
 /** Counts per expert, tile table, and the permutation of token slots grouped by expert. */
 export function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
@@ -100,7 +90,7 @@ export function permute(ctx: OpContext, p: MoePlan, ids: number, first: number):
   launchKernel(
     ctx,
     MOE_SCAN,
-    moeScan === 'warp' ? 'moe_scan_warp' : 'moe_scan',
+    ctx.tuning.moeScan === 'warp' ? 'moe_scan_warp' : 'moe_scan',
     { grid: [1, 1, 1], block: [32, 1, 1] },
     {
       offsets: b.offsets,

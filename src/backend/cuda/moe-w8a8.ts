@@ -21,7 +21,7 @@ import { ltScales, w8a8QuantizeX } from './fp8-w8a8.js';
 import { launchKernel } from './kernel-launch.js';
 import { MOE_COMBINE_BF16Y, MOE_GATHER_ROWS, SWIGLU, W8A8_PAD_ROWS } from './kernel-table.js';
 import { ltRows, type LtFp8Gemm, type LtOperands } from './lt-fp8-gemm.js';
-import { expertOffsets, laneOrder, moeLaneCount, type MoePermutation } from './moe-expert-gemm.js';
+import { expertOffsets, laneOrder, type MoePermutation } from './moe-expert-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
 export interface W8a8MoeIo {
@@ -55,7 +55,7 @@ function expertGemms(
 ): void {
   const [, N, K] = w.shape as [number, number, number];
   const s = ltScales(ctx, w);
-  const lanes = lt.fork(moeLaneCount());
+  const lanes = lt.fork(ctx.tuning.moeLanes);
   for (const { e, lane } of laneOrder(poff, lanes.count)) {
     const r0 = poff[e]!;
     const rows = poff[e + 1]! - r0;

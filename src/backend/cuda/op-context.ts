@@ -1,3 +1,4 @@
+import type { KernelTuning } from './kernel-tuning.js';
 import type { CudaDevice, KernelFn } from './device.js';
 import type { KernelCache } from './kernel-cache.js';
 import type { Workspace } from './workspace.js';
@@ -7,6 +8,8 @@ export interface OpContext {
   readonly dev: CudaDevice;
   readonly kernels: KernelCache;
   readonly ws: Workspace;
+  /** The measured kernel choices (kernel-tuning.ts); replaced only between steps. */
+  tuning: KernelTuning;
 }
 
 /** Blocks for a grid-stride loop over n elements with 256 threads. */

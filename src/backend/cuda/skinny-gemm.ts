@@ -7,6 +7,7 @@
  * the hardware conversion against x scaled to f16 (h8: skinny_half_x first): fp8DenseKernel and
  * fp8MoeKernel choose by size.
  */
+import type { Fp8DecodeChoice } from './kernel-tuning.js';
 import type { MoeOptions } from '../backend.js';
 import type { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { fp8Gemv, GEMV_MAX_M } from './fp8-gemv.js';
@@ -59,8 +60,8 @@ export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
  * q8 was slower at every M. 'v8' (fp8-gemv.cu, GEMV form) is not measured yet and stays
  * opt-in (checks, benchmarks) until it is.
  */
-export function fp8DenseKernel(M: number): Fp8DecodeKernel {
-  if (decodeChoice === 'v8' && M <= GEMV_MAX_M) return 'v8';
+export function fp8DenseKernel(M: number, choice: Fp8DecodeChoice = 'default'): Fp8DecodeKernel {
+  if (choice === 'v8' && M <= GEMV_MAX_M) return 'v8';
   if (M <= V8_MAX_TOKENS) return 'v8';
   return M <= 32 ? 'h8' : 'w8a16';
 }
@@ -74,24 +75,12 @@ export function fp8DenseKernel(M: number): Fp8DecodeKernel {
 const V8_MAX_TOKENS = 8;
 
 /**
- * 'default': the choices above (v8 up to 8 tokens); 'v8': fp8-gemv.cu wherever it takes the
- * shape (dense M ≤ 32, MoE T ≤ 64), the others beyond. Benchmarks compare the two in one process (bench:gpu
- * --fp8-decode default,v8).
- */
-export type Fp8DecodeChoice = 'default' | 'v8';
-let decodeChoice: Fp8DecodeChoice = 'default';
-
-export function setFp8DecodeChoice(c: Fp8DecodeChoice): void {
-  decodeChoice = c;
-}
-
-/**
  * The kernel of block-FP8 MoE tiles for T tokens (same W2): h8 up to 64 tokens (MoE layer at
  * the real shape: T = 8 0.546 against 0.585 ms, T = 64 1.733 against 1.934), w8a16 beyond (T =
  * 2,048 prefill: 7.09 against 7.79 ms). 'v8' (the GEMV tiles) is opt-in until measured.
  */
-export function fp8MoeKernel(T: number): Fp8DecodeKernel {
-  if (decodeChoice === 'v8' && T <= 64) return 'v8';
+export function fp8MoeKernel(T: number, choice: Fp8DecodeChoice = 'default'): Fp8DecodeKernel {
+  if (choice === 'v8' && T <= 64) return 'v8';
   if (T <= V8_MAX_TOKENS) return 'v8';
   return T <= 64 ? 'h8' : 'w8a16';
 }
