@@ -96,7 +96,9 @@ describe('runBenchmark against the scripted server', () => {
     // TPOT spreads the 4 chunk gaps over 19 tokens; ITL stays per chunk (as sent on the wire).
     const wire = server?.timelines ?? [];
     const span = mean(wire.map((t) => (t.chunkMs[4] as number) - (t.chunkMs[0] as number)));
-    expect(Math.abs(m.tpot.mean - span / 19)).toBeLessThan(0.5);
+    // 1 ms: the client's own receive times slip on a loaded 2-core machine (0.51 ms seen in a
+    // fresh-clone CI run); the mistake ruled out, TPOT per chunk, would be off by span / 4 ≈ 12 ms.
+    expect(Math.abs(m.tpot.mean - span / 19)).toBeLessThan(1);
     expect(Math.abs(m.itl.mean - span / 4)).toBeLessThan(1.5);
     expect(m.itl.mean).toBeGreaterThan(11);
   });
