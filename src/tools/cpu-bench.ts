@@ -7,7 +7,9 @@
  *   context 256 and B = 1 at context 4,000, on N threads and on 1.
  * `--baseline DIR` also runs DIR/dist/backend/cpu/cpu-backend.js (another build of this
  * repository, e.g. a checkout of an older commit) row by row beside this one.
- * Steady state only: warm-up calls are never timed; medians. Prints tables and appends a
+ * Steady state only: warm-up calls are never timed; medians. The model rows of a step time
+ * their backends interleaved, the order rotated each step (cpu/interleave.ts: timed one after
+ * another, whichever went first paid extra CPU time). Prints tables and appends a
  * record to docs/benchmarks/cpu.json. Takes about 2 minutes on 2 cores.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

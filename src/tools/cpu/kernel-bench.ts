@@ -6,7 +6,7 @@ import { matmulF32 } from '../../backend/cpu/ops/matmul.js';
 import { msaSelectBlocks } from '../../backend/cpu/ops/msa-select.js';
 import { PackedPanels, packPanels } from '../../backend/cpu/packed-panels.js';
 import type { CpuKernels } from '../../backend/cpu/wasm/cpu-kernels.js';
-import { median } from './model-bench.js';
+import { median } from './interleave.js';
 
 export interface KernelRow {
   readonly what: string;

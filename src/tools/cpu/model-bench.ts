@@ -5,6 +5,7 @@ import { loadModel } from '../../model/load-model.js';
 import type { KvCache } from '../../model/minimax-m3/kv-cache.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import { SeededRng } from '../../bench/seeded-rng.js';
+import { orderNote, timeInterleaved } from './interleave.js';
 import { startShare } from './machine-share.js';
 
 export interface ModelRow {
@@ -17,13 +18,13 @@ export interface ModelRow {
   readonly load: number;
   /** This process's CPU ms per timed step (worker threads included: their spinning too). */
   readonly cpuMs: number;
-  /** Other processes' share of all cores while the row ran (warm-up included), or null. */
+  /**
+   * Other processes' share of all cores while the row ran (warm-up included), or null: the
+   * same for every backend of a step, whose rows are timed interleaved.
+   */
   readonly othersBusy: number | null;
-}
-
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
+  /** How the step's backends were timed against each other (interleave.ts). */
+  readonly order: string;
 }
 
 /** One step of B sequences; sequence s owns pages [s·pagesPer, (s+1)·pagesPer). */
@@ -62,38 +63,6 @@ function randomKv(backend: Backend, kv: KvCache): void {
   }
 }
 
-/**
- * Untimed warm-up of each row: at least `warm` steps and this long. V8 keeps compiling the
- * forward's JS (tiering up, re-optimising after deopts) for the first few hundred decode
- * steps: measured here, B=1 steps took 0.86 → 0.47 → 0.35 ms over the first 100 / 200 /
- * 400 steps, so a fixed 8 warm-up steps timed the compiler, not the kernels.
- */
-const WARM_MS = 500;
-
-/**
- * Steady-state timings of the model: warm-up steps (`run(-1)`: at least `warm` and WARM_MS),
- * then the median of `reps` timed steps `run(0..reps-1)` (each step timed alone, so
- * preemption by other work on a shared machine only hits the steps it lands on).
- */
-async function timeSteps(
-  run: (i: number) => Promise<unknown>,
-  warm: number,
-  reps: number,
-): Promise<{ ms: number; cpuMs: number; othersBusy: number | null }> {
-  const whole = startShare();
-  const w0 = performance.now();
-  for (let i = 0; i < warm || performance.now() - w0 < WARM_MS; i++) await run(-1);
-  const timed = startShare();
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    await run(i);
-    ts.push(performance.now() - t0);
-  }
-  const { cpuMsPerStep } = timed(reps);
-  return { ms: median(ts), cpuMs: cpuMsPerStep, othersBusy: whole(reps).othersBusy };
-}
-
 export interface ModelBenchOptions {
   readonly prefillLens: readonly number[];
   /** (batch B, context) of each decode row. */
@@ -105,12 +74,53 @@ export interface BenchBackend {
   readonly backend: Backend;
 }
 
+type Loaded = BenchBackend & { readonly model: MiniMaxM3Model };
+
+interface StepSpec {
+  readonly what: string;
+  readonly pages: number;
+  readonly pageSize: number;
+  readonly tokensPerStep: number;
+  readonly run: (m: MiniMaxM3Model, kv: KvCache, i: number) => Promise<unknown>;
+  readonly warm: number;
+  /** Timed rounds: 6 and 30, multiples of 2 and of 3 backends (each in each position equally). */
+  readonly reps: number;
+  readonly randomCache: boolean;
+}
+
+/** One step on every backend, timed interleaved (interleave.ts): a row per backend. */
+async function measureStep(models: readonly Loaded[], o: StepSpec): Promise<ModelRow[]> {
+  const kvs = models.map(({ backend, model }) => {
+    const kv = model.allocKv(o.pages, o.pageSize);
+    if (o.randomCache) randomKv(backend, kv);
+    return kv;
+  });
+  const share = startShare();
+  const runs = kvs.map((kv, k) => (i: number) => o.run(models[k]!.model, kv, i));
+  const timings = await timeInterleaved(runs, o.warm, o.reps);
+  const { othersBusy } = share(o.reps * models.length);
+  const load = loadavg()[0]!;
+  const order = orderNote(models.map((m) => m.label));
+  models.forEach(({ backend }, k) => freeKv(backend, kvs[k]!));
+  return timings.map((t, k) => ({
+    what: o.what,
+    backend: models[k]!.label,
+    tokS: (1000 * o.tokensPerStep) / t.ms,
+    ms: t.ms,
+    load,
+    cpuMs: t.cpuMs,
+    othersBusy,
+    order,
+  }));
+}
+
 /**
- * The bundled model on each backend, row by row (each row runs on every backend before the
- * next row, so a comparison sees the same machine load): prefill of one prompt (logits of
- * its last token), and decode steps of B sequences at a given context. Decode contexts are
- * filled with random K/V (no prefill needed: a decode step's work does not depend on the
- * cached values), and each sequence decodes its own token so routing spreads over experts.
+ * The bundled model on each backend, step by step, the backends' steps interleaved
+ * (interleave.ts: timed one after another, whichever went first paid extra CPU time):
+ * prefill of one prompt (logits of its last token), and decode steps of B sequences at a
+ * given context. Decode contexts are filled with random K/V (no prefill needed: a decode
+ * step's work does not depend on the cached values), and each sequence decodes its own token
+ * so routing spreads over experts.
  */
 export async function benchModel(
   dir: string,
@@ -126,54 +136,43 @@ export async function benchModel(
   const tokens = (n: number): Int32Array =>
     Int32Array.from({ length: n }, () => rng.int(3, cfg.vocabSize - 1));
   const rows: ModelRow[] = [];
-  const measure = async (
-    what: string,
-    pages: number,
-    tokensPerStep: number,
-    run: (m: MiniMaxM3Model, kv: KvCache, i: number) => Promise<unknown>,
-    warm: number,
-    reps: number,
-    randomCache: boolean,
-  ): Promise<void> => {
-    for (const { label, backend, model } of models) {
-      const kv = model.allocKv(pages, S);
-      if (randomCache) randomKv(backend, kv);
-      const t = await timeSteps((i) => run(model, kv, i), warm, reps);
-      rows.push({
-        what,
-        backend: label,
-        tokS: (1000 * tokensPerStep) / t.ms,
-        ms: t.ms,
-        load: loadavg()[0]!,
-        cpuMs: t.cpuMs,
-        othersBusy: t.othersBusy,
-      });
-      freeKv(backend, kv);
-    }
-  };
-  for (const T of o.prefillLens) {
-    const pages = Math.ceil(T / S);
-    const ids = tokens(T);
-    await measure(
-      `prefill ${T}`,
-      pages,
-      T,
-      (m, kv) => m.forward(step(1, 0, T, pages, S, ids), kv),
-      1,
-      5,
-      false,
-    );
-  }
-  const reps = 30;
-  for (const [B, ctx] of o.decode) {
-    const pagesPer = Math.ceil((ctx + reps + 1) / S);
-    const ids = tokens(B);
-    // warm-up steps (i = -1) all decode at position ctx; timed step i at ctx + i
-    // prettier-ignore
-    await measure(`decode B=${B} ctx ${ctx}`, B * pagesPer, B,
-      (m, kv, i) => m.forward(step(B, ctx + Math.max(0, i), 1, pagesPer, S, ids), kv), 8, reps, true);
-  }
+  for (const T of o.prefillLens)
+    rows.push(...(await measureStep(models, prefill(T, S, tokens(T)))));
+  for (const [B, ctx] of o.decode)
+    rows.push(...(await measureStep(models, decode(B, ctx, S, tokens(B)))));
   return rows;
+}
+
+/** Prefill of one prompt of T tokens (logits of its last token). */
+function prefill(T: number, S: number, ids: Int32Array): StepSpec {
+  const pages = Math.ceil(T / S);
+  return {
+    what: `prefill ${T}`,
+    pages,
+    pageSize: S,
+    tokensPerStep: T,
+    run: (m, kv) => m.forward(step(1, 0, T, pages, S, ids), kv),
+    warm: 1,
+    reps: 6,
+    randomCache: false,
+  };
+}
+
+/** A decode step of B sequences at context ctx, over random K/V. */
+function decode(B: number, ctx: number, S: number, ids: Int32Array): StepSpec {
+  const reps = 30;
+  const pagesPer = Math.ceil((ctx + reps + 1) / S);
+  return {
+    what: `decode B=${B} ctx ${ctx}`,
+    pages: B * pagesPer,
+    pageSize: S,
+    tokensPerStep: B,
+    // warm-up steps (i = -1) all decode at position ctx; timed step i at ctx + i
+    run: (m, kv, i) => m.forward(step(B, ctx + Math.max(0, i), 1, pagesPer, S, ids), kv),
+    warm: 8,
+    reps,
+    randomCache: true,
+  };
 }
 
 function freeKv(backend: Backend, kv: KvCache): void {
