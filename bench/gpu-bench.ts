@@ -220,6 +220,10 @@ async function timePrefill(
     fractionOfGemm: tflops / ceil.gemmTflops,
     tokensPerSecond: T / (t * 1e-3),
     restedMs: median(rested),
+    // Like with like: back-to-back prefills against the sustained GEMM rate, prefills after
+    // an idle pause against the GEMM's own short burst.
+    fractionOfSustainedGemm: tflops / ceil.gemmSustainedTflops,
+    restedFractionOfGemm: flops / (median(rested) * 1e-3) / 1e12 / ceil.gemmTflops,
   };
 }
 
@@ -244,11 +248,11 @@ function markdown(
       .map(([k, v]) => `${k} ${(v / 1e9).toFixed(3)} GB`)
       .join(', ')}; total ${(totalWeightBytes(weightBytes) / 1e9).toFixed(3)} GB.`,
     `KV cache: ${kv.dtype} (--kv-cache-dtype), ${(kvBytesPerPage(cfg, { tpRank: 0, tpSize: 1 }, 1, kv.dtype === 'fp8_e4m3' ? 1 : 2) / 1024).toFixed(1)} KiB per token over all layers, ${kv.numPages} pages of ${kv.pageSize}.`,
-    `Ceilings measured in the same run: cuBLAS bf16 GEMM 8192^3 ${ceil.gemmTflops.toFixed(0)} TFLOP/s, device copy ${ceil.copyTBs.toFixed(2)} TB/s.`,
+    `Ceilings measured in the same run: cuBLAS bf16 GEMM 8192^3 ${ceil.gemmTflops.toFixed(0)} TFLOP/s (sustained ${ceil.gemmSustainedTflops.toFixed(0)}), device copy ${ceil.copyTBs.toFixed(2)} TB/s.`,
     '',
     ...prefills.map(
       (prefill) =>
-        `Prefill ${prefill['tokens']} tokens: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s = ${(100 * prefill['fractionOfGemm']!).toFixed(0)}% of the measured GEMM rate.`,
+        `Prefill ${prefill['tokens']} tokens: ${prefill['ms']!.toFixed(1)} ms, ${prefill['tflops']!.toFixed(0)} TFLOP/s = ${(100 * prefill['fractionOfGemm']!).toFixed(0)}% of the measured GEMM rate (back to back vs the sustained GEMM: ${(100 * prefill['fractionOfSustainedGemm']!).toFixed(0)}%; after 500 ms idle, ${prefill['restedMs']!.toFixed(1)} ms: ${(100 * prefill['restedFractionOfGemm']!).toFixed(0)}%).`,
     ),
     '',
     `Decode (context ${context} per sequence, CUDA graph replay, device time, median of 20):`,

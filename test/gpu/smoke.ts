@@ -17,6 +17,12 @@ import { median } from './check-util.js';
 
 export interface Ceilings {
   gemmTflops: number;
+  /**
+   * The same GEMM after ~140 ms of back-to-back GEMMs, timed over the next ~140 ms: the rate
+   * under sustained load (clocks and power settle), to compare work that itself runs for
+   * hundreds of ms back to back (e.g. a stream of 8k prefills) like with like.
+   */
+  gemmSustainedTflops: number;
   copyTBs: number;
   launchUsEager: number;
   launchUsGraph: number;
@@ -82,6 +88,12 @@ export function smoke(gpu: CudaBackend): Ceilings {
   console.log(
     `cuBLAS bf16 GEMM 8192^3: ${gemmMs.toFixed(3)} ms = ${gemmTflops.toFixed(0)} TFLOP/s`,
   );
+  for (let i = 0; i < 100; i++) gpu.matmul(C, A, Bm);
+  const sustainedMs = timeEvents(gpu, 5, 20, () => gpu.matmul(C, A, Bm));
+  const gemmSustainedTflops = (2 * n ** 3) / (sustainedMs * 1e-3) / 1e12;
+  console.log(
+    `cuBLAS bf16 GEMM 8192^3 sustained (after 100 back to back, 5 x 20 timed): ${sustainedMs.toFixed(3)} ms = ${gemmSustainedTflops.toFixed(0)} TFLOP/s`,
+  );
   for (const t of [A, Bm, C]) gpu.free(t);
 
   // Device-to-device copy, 2 GiB each way counted as read + write.
@@ -120,5 +132,5 @@ export function smoke(gpu: CudaBackend): Ceilings {
   console.log(
     `launch: ${launchUsEager.toFixed(2)} us host time eager, ${launchUsGraph.toFixed(2)} us per kernel in a graph`,
   );
-  return { gemmTflops, copyTBs, launchUsEager, launchUsGraph };
+  return { gemmTflops, gemmSustainedTflops, copyTBs, launchUsEager, launchUsGraph };
 }
