@@ -30,6 +30,14 @@ export interface Backend {
    * reads it. Optional: a backend without it gives callers alloc (StepContext.output).
    */
   allocUninitialized?(shape: Shape, dtype: DType): Tensor;
+  /**
+   * Optional: a zero f32 weight [N, K] that `matmul` multiplies bf16 activations with (the
+   * MoE router). Every op reads it as an f32 tensor. A backend may keep a derived copy of its
+   * values beside them, which its own writes into it (write, fillRandom, weight uploads;
+   * views included) keep current, for a faster product of the same values (CUDA: three bf16
+   * parts, cuda/split-f32-weight.ts). Absent: alloc(shape, 'f32').
+   */
+  allocF32Weight?(shape: Shape): Tensor;
   /** Copies host data in. `dtype` is the storage the caller wants ('bf16' may be kept as f32 by a float32 backend). */
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor;
   /** Copies host data into an existing tensor or `rows` view (same element count), converting to its dtype. */
@@ -79,7 +87,13 @@ export interface Backend {
    * out [M, N] = x [M, K] · w [N, K]^T; w may be an Fp8Weight (its dequantized values). On a
    * block-FP8 weight (or one marked with markDequantizedFp8) where `w8a8Applies` (M ≥ 257,
    * tensor/fp8-activation.ts), x is first quantized per row and 128 inputs (W8A8): out means
-   * Q(x) · w^T.
+   * Q(x) · w^T. An f32 w with bf16 x (the router) is the product in f32 arithmetic, exact
+   * products or f32-rounded ones summed in f32 in each backend's order: the CPU's f32 FMAs;
+   * CUDA's f32 cuBLAS GEMM on x converted to f32, or, from BF16X3_MIN_ROWS (256) rows on a
+   * weight from allocF32Weight, ((x · W1^T) + (x · W2^T)) + (x · W3^T) over the bf16 parts
+   * W1 = bf16(w), W2 = bf16(w − W1), W3 = bf16(w − W1 − W2), whose sum is w exactly for
+   * |w| ≥ 2^-110 and whose bf16 products are exact in f32 (cuda/matmul-bf16x3.ts), as one
+   * tensor-core GEMM with f32 accumulation.
    */
   matmul(out: Tensor, x: Tensor, w: Tensor): void;
   /**

@@ -1,7 +1,7 @@
 /**
  * The GPU-versus-CPU check (run on the GPU machine):
  *   node dist/gpu/test/gpu/gpu-check.js [--golden DIR] [--out DIR]
- *        [--only smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,w8a8,kv-fp8 (default), attention,
+ *        [--only smoke,ops,router,msa,golden,sampler,engine,load,skinny,fp8,w8a8,kv-fp8 (default), attention,
  *                comm, comm-procs, gemm-rs, group, fp8-real, tiny-long, msa-ops, fused, moe] [--fp8-real-positions 2]
  *        [--comm-ranks 2,4,8] [--comm-tokens 1,7,128,1000,8192] [--comm-hidden 6144] [--gemm-rs-procs 2,4] [--group-parts layouts,trace,failures]
  *        [--group-layouts tp2,tp4+sp,tp2+ep+sp,tp2+sp+long,tp4:--allreduce-fusion=off]
@@ -22,7 +22,9 @@
  * real-dimension model under --quantization fp8 vs the CPU (fp8-real-check.ts),
  * 11. the FP8 KV cache: every FP8-KV op, models and engine greedy vs the CPU (kv-fp8-check.ts),
  * 12. MSA at long context: selection and sparse attention ops (msa-prefill-check.ts) and an
- * 8,320-token prompt through a reduced-width MSA model (msa-model-check.ts);
+ * 8,320-token prompt through a reduced-width MSA model (msa-model-check.ts),
+ * 13. the bf16x3 router at the real router shape: its split after every write path, logits
+ * at M = 300 and 8192 and the routed ids against the CPU's f32 GEMM (router-check.ts);
  * `attention` runs only the attention kernels' checks of `ops`, `moe` only its MoE paths'.
  * Writes gpu-check.json under --out (default $OUT or .), prints a table, exits 1 on failure.
  */
@@ -50,6 +52,7 @@ import { checkMsaModel } from './msa-model-check.js';
 import { checkMsaPrefill } from './msa-prefill-check.js';
 import { checkOps } from './op-check.js';
 import { checkPrefillAttention } from './prefill-attention-check.js';
+import { checkRouter } from './router-check.js';
 import { checkSampler } from './sampler-check.js';
 import { checkSkinny } from './skinny-check.js';
 import { checkHalf, checkSplit } from './split-check.js';
@@ -67,7 +70,9 @@ async function main(): Promise<void> {
   const outDir = arg('out', process.env['OUT'] ?? '.');
   const golden = arg('golden', process.env['MOESERVE_GOLDEN'] ?? 'test/fixtures/golden');
   const only = new Set(
-    arg('only', 'smoke,ops,msa,golden,sampler,engine,load,skinny,fp8,w8a8,kv-fp8').split(','),
+    arg('only', 'smoke,ops,router,msa,golden,sampler,engine,load,skinny,fp8,w8a8,kv-fp8').split(
+      ',',
+    ),
   );
   const gpu = await createCudaBackend();
   const cpu = new CpuBackend();
@@ -82,6 +87,11 @@ async function main(): Promise<void> {
       ...checkMoePaths(cpu, gpu),
     ];
     printTable('ops: CUDA vs CPU', rows);
+    all.push(...rows);
+  }
+  if (only.has('router')) {
+    const rows = guard('bf16x3 router', () => checkRouter(cpu, gpu));
+    printTable('bf16x3 router [128, 6144]: split, logits and ids vs the CPU f32 GEMM', rows);
     all.push(...rows);
   }
   if (only.has('attention')) {

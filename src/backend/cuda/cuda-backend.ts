@@ -50,6 +50,7 @@ import type { WeightUploader, WeightUploaderOptions } from '../weight-uploader.j
 import { CudaWeightUploader } from './cuda-weight-uploader.js';
 import { CudaFp8Weight } from './cuda-fp8-weight.js';
 import { CudaFp8WeightOps } from './cuda-fp8-weights.js';
+import { allocSplitF32Weight, resplit, SplitF32Weight } from './split-f32-weight.js';
 
 export interface CudaBackendOptions {
   readonly deviceOrdinal?: number;
@@ -155,6 +156,19 @@ export class CudaBackend implements Backend {
     return this.allocator.alloc(shape, this.storage(requested));
   }
 
+  /**
+   * A SplitF32Weight (values and bf16x3 parts zeroed): the router's prefill GEMM then runs on
+   * the bf16 tensor cores (matmul-bf16x3.ts). In float32 mode a plain f32 tensor: x is f32
+   * there, so the parts' products would not be exact.
+   */
+  allocF32Weight(shape: Shape): Tensor {
+    if (this.float32) return this.alloc(shape, 'f32');
+    const w = allocSplitF32Weight((s, d) => this.allocRaw(s, d), shape);
+    this.dev.memsetAsync(w.ptr, 0, w.bytes);
+    this.dev.memsetAsync(w.partsPtr, 0, w.partsOwner!.bytes);
+    return w;
+  }
+
   upload(data: Float32Array | Int32Array, shape: Shape, dtype: DType): Tensor {
     const n = numel(shape);
     if (data.length !== n)
@@ -166,6 +180,7 @@ export class CudaBackend implements Backend {
 
   write(dst: Tensor, data: Float32Array | Int32Array): void {
     this.transfer.write(dst, data);
+    if (dst instanceof SplitF32Weight) resplit(this.ctx, dst);
   }
 
   readF32(t: Tensor): Float32Array {
@@ -181,6 +196,7 @@ export class CudaBackend implements Backend {
       this.free(t.scales);
       freeLtScales(this.dev, t);
     }
+    if (t instanceof SplitF32Weight && t.partsOwner) this.allocator.free(t.partsOwner);
     this.allocator.free(cuda(t, 'free'));
   }
 
@@ -195,6 +211,7 @@ export class CudaBackend implements Backend {
       const scales = this.view(c.scales, [...shape.slice(0, -1), c.scales.shape.at(-1)!]);
       return new CudaFp8Weight(shape, c.ptr, null, cuda(scales, 'view'), c.scaling);
     }
+    if (c instanceof SplitF32Weight) return c.reshaped(shape);
     return new CudaTensor(shape, c.dtype, c.ptr, null);
   }
 
@@ -208,6 +225,7 @@ export class CudaBackend implements Backend {
       const scales = cuda(this.rows(c.scales, start, count), 'rows');
       return new CudaFp8Weight([count, ...t.shape.slice(1)], ptr, null, scales, c.scaling);
     }
+    if (c instanceof SplitF32Weight) return c.rowRange(start, count);
     return new CudaTensor([count, ...t.shape.slice(1)], c.dtype, ptr, null);
   }
 
@@ -376,6 +394,7 @@ export class CudaBackend implements Backend {
   fillRandom(t: Tensor, seed: number, scale: number, offset = 0): void {
     const c = cuda(t, 'fillRandom', ['bf16', 'f32']);
     ew.fillRandom(this.ctx, c.ptr, c.dtype === 'bf16' ? 'b' : 'f', c.numel, seed, scale, offset);
+    if (c instanceof SplitF32Weight) resplit(this.ctx, c);
   }
 }
 

@@ -5,6 +5,7 @@ import { cuda } from './cuda-tensor.js';
 import type { PinnedBuffer } from './device.js';
 import * as ew from './elementwise-ops.js';
 import { launchKernel } from './kernel-launch.js';
+import { resplit, SplitF32Weight } from './split-f32-weight.js';
 import { COUNT_NONFINITE } from './kernel-table.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
@@ -15,7 +16,8 @@ const B256: [number, number, number] = [256, 1, 1];
  * slot goes up with cuMemcpyHtoDAsync on the backend's stream while the loader reads the next
  * chunks into the other slots. Bytes already in the tensor's storage type (bf16 → bf16,
  * f32 → f32) are copied straight into the tensor; others go through one device staging
- * buffer and the convert kernel. Every landed region is scanned by count_nonfinite
+ * buffer and the convert kernel; into a split f32 weight (the router) the landed region is
+ * re-split into its bf16 parts. Every landed region is scanned by count_nonfinite
  * (kernels/weights.cu) into its load id's counter; the counters are read back once, at `finish`.
  */
 export class CudaWeightUploader implements WeightUploader {
@@ -66,6 +68,7 @@ export class CudaWeightUploader implements WeightUploader {
     dev.record(this.events[slot]);
     this.recorded[slot] = true;
     this.scan(dstPtr, t.dtype as RawWeightDType, n, id);
+    if (t instanceof SplitF32Weight) resplit(this.ctx, t, offset, n);
   }
 
   write(dst: Tensor, data: Float32Array, id: number): void {

@@ -99,6 +99,20 @@ export const FILL_RANDOM = kernel({
   launch: 'grid-stride over n, block 256',
 });
 
+// ------------------------------------------------------------------ kernels/bf16x3.cu
+export const SPLIT_BF16X3 = kernel({
+  file: 'bf16x3',
+  names: ['split_bf16x3'],
+  args: { parts: 'ptr', stride: 'i64', w: 'ptr', n: 'i64' },
+  launch: 'grid-stride over n, block 256',
+});
+export const SUM_BF16X3 = kernel({
+  file: 'bf16x3',
+  names: variants('sum_bf16x3_', B),
+  args: { out: 'ptr', p: 'ptr', M: 'i64', N: 'i32' },
+  launch: 'grid-stride over M*N, block 256',
+});
+
 // ------------------------------------------------------------------ kernels/norm.cu
 export const RMSNORM_BLOCK = kernel({
   file: 'norm',

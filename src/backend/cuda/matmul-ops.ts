@@ -2,7 +2,9 @@
  * Dense out[M, N] = x[M, K] . w[N, K]^T on the CUDA backend: small bf16 decode GEMMs on the
  * split-K streaming kernel (skinny-gemm.ts), FP8 weights on its FP8 variants (decode: block
  * FP8 on the E4M3 tensor cores, MXFP8 widened) or dequantized for cuBLAS (prefill), everything
- * else on cuBLAS, with the f32 router on bf16 activations converted first.
+ * else on cuBLAS, with the f32 router on bf16 activations converted first, or from
+ * BF16X3_MIN_ROWS rows on a split router weight as one bf16 GEMM over its three parts
+ * (matmul-bf16x3.ts).
  */
 import { DTYPE_BYTES } from '../../tensor/dtype.js';
 import { numel, shapeStr } from '../../tensor/shape.js';
@@ -16,7 +18,9 @@ import { w8a8Matmul } from './fp8-w8a8.js';
 import { ltFor } from './lt-fp8-gemm.js';
 import { w8a8Applies } from '../../tensor/fp8-activation.js';
 import { bf16Operand, fp8DenseKernel, fp8Operand, skinnyGemm } from './skinny-gemm.js';
+import { BF16X3_MIN_ROWS, bf16x3Applies, matmulBf16x3 } from './matmul-bf16x3.js';
 import type { OpContext } from './op-context.js';
+import { SplitF32Weight } from './split-f32-weight.js';
 
 export function matmul(
   ctx: OpContext,
@@ -37,6 +41,10 @@ export function matmul(
   const o = cuda(out, 'matmul.out', ['bf16', 'f32'], [M, N]);
   const xi = cuda(x, 'matmul.x', ['bf16', 'f32']);
   const wi = cuda(w, 'matmul.w', ['bf16', 'f32']);
+  if (wi instanceof SplitF32Weight && bf16x3Applies(wi, xi, M)) {
+    matmulBf16x3(ctx, gemm, o, xi, wi, M);
+    return;
+  }
   let xp = xi.ptr;
   if (xi.dtype !== wi.dtype) {
     // Mixed operands (the f32 router on bf16 activations): convert x to w's type.
@@ -68,10 +76,12 @@ export function matmul(
  * takes: below it the decode kernels run, whose split of K depends on the row count (bf16 up
  * to 64 rows, FP8 up to 256 in slices of 64); from it cuBLAS, whose rows were bit-identical
  * across row counts at every shape gpu-check's GEMM-RS cases try (block FP8 from 257 rows is
- * cuBLASLt's W8A8 GEMM, whose row invariance no check has measured yet).
+ * cuBLASLt's W8A8 GEMM, whose row invariance no check has measured yet). A split f32
+ * weight changes path (f32 GEMM, then bf16x3) at BF16X3_MIN_ROWS.
  */
 export function matmulRowInvariantFrom(w: Tensor, skinny: boolean): number {
   if (w instanceof CudaFp8Weight) return FP8_SKINNY_MAX_M + 1;
+  if (w instanceof SplitF32Weight) return BF16X3_MIN_ROWS;
   const [N, K] = w.shape as [number, number];
   if (w.dtype === 'bf16' && skinny && N * K * 2 <= BF16_SKINNY_MAX_BYTES)
     return BF16_SKINNY_MAX_M + 1;

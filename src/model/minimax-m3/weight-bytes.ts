@@ -2,10 +2,14 @@ import type { Backend } from '../../backend/backend.js';
 import { DTYPE_BYTES, type DType } from '../../tensor/dtype.js';
 import { isFp8Weight } from '../../tensor/fp8-weight.js';
 import { numel } from '../../tensor/shape.js';
+import { isSplitF32 } from '../../tensor/split-f32.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { ModelWeights } from './weights.js';
 
-/** Weight memory by storage dtype (`fp8_e4m3` codes, their scales under `fp8_scale`). */
+/**
+ * Weight memory by storage dtype (`fp8_e4m3` codes, their scales under `fp8_scale`; a split f32
+ * router's parts under `bfloat16`).
+ */
 export type WeightBytes = Readonly<Record<string, number>>;
 
 const NAMES: Readonly<Record<DType, string>> = {
@@ -35,6 +39,8 @@ export function weightBytesByDtype(w: ModelWeights, backend: Backend): WeightByt
     }
     const d = backend.storageDtype(t.dtype);
     add(NAMES[d], numel(t.shape) * DTYPE_BYTES[d]);
+    // A split router's bf16 parts (CUDA bf16x3) are weight memory too.
+    if (isSplitF32(t)) add(NAMES.bf16, t.partElements * DTYPE_BYTES.bf16);
   };
   [w.embed, w.norm, w.lmHead].forEach(count);
   for (const l of w.layers) {

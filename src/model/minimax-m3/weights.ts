@@ -113,6 +113,8 @@ export function loadModelWeights(
     alloc(shape, spec, name = spec.name) {
       const scaling = spec.quantizable && src.has(name) ? src.fp8Scaling(name) : null;
       if (scaling && backend.fp8) return backend.fp8.alloc(shape, scaling);
+      // The router's f32 weight, for a backend that keeps a faster copy of it (CUDA: bf16x3).
+      if (spec.role === 'router' && backend.allocF32Weight) return backend.allocF32Weight(shape);
       const t = backend.alloc(shape, spec.upload);
       // Dequantized at load (the CPU): the ops still mean the FP8 weight's (W8A8 rule).
       if (scaling) backend.markDequantizedFp8?.(t, scaling);

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../backend/cpu/cpu-backend.js';
 import { loadModel, loadModelWithStats } from '../load-model.js';
+import { weightBytesByDtype } from '../minimax-m3/weight-bytes.js';
 import { loadModelWeights } from '../minimax-m3/weights.js';
 import { runForward } from '../run-forward.js';
 import { openCheckpoint } from './checkpoint.js';
@@ -20,7 +21,8 @@ import { CheckpointWeightSource } from './checkpoint-source.js';
 import { writeRandomCheckpoint } from './random-checkpoint.js';
 import { PRESETS } from './random-presets.js';
 import { ST_DTYPE_BYTES } from './safetensors-dtype.js';
-import { numel } from '../../tensor/shape.js';
+import { numel, type Shape } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'moeserve-load-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -92,6 +94,50 @@ describe('streamed checkpoint loading', () => {
     poke(f32, name, 9, [0, 0, 0x80, 0xff]); // -Inf
     await expect(loadModel(f32, { backend: new CpuBackend() })).rejects.toThrow(
       `${f2}: tensor "${name}" holds 2 non-finite values (NaN or Inf)`,
+    );
+  });
+});
+
+describe('the MoE routers', () => {
+  /** A CPU backend that offers allocF32Weight, recording what it is asked for. */
+  class RouterCpu extends CpuBackend {
+    readonly asked: number[][] = [];
+    allocF32Weight(shape: Shape): Tensor {
+      this.asked.push([...shape]);
+      return this.alloc(shape, 'f32');
+    }
+  }
+
+  it('are allocated, and alone, through allocF32Weight where a backend has it', async () => {
+    const backend = new RouterCpu();
+    const model = await loadModel(tinyCheckpoint('routers'), { backend });
+    const { numExperts: E, hiddenSize: D } = model.cfg;
+    const moe = model.weights.layers.filter((l) => l.moe !== null);
+    expect(moe.length).toBeGreaterThan(0);
+    expect(backend.asked).toEqual(moe.map(() => [E, D]));
+  });
+
+  it("count a backend's split parts as bfloat16 weight memory", async () => {
+    // The CPU keeps bf16 weights as f32, so the parts are all the bfloat16 there is.
+    class SplitCpu extends RouterCpu {
+      override allocF32Weight(shape: Shape): Tensor {
+        return Object.assign(super.allocF32Weight(shape), { partElements: 3 * numel(shape) });
+      }
+    }
+    const backend = new SplitCpu();
+    const model = await loadModel(tinyCheckpoint('router-bytes'), { backend });
+    const { numExperts: E, hiddenSize: D } = model.cfg;
+    const numMoe = model.weights.layers.filter((l) => l.moe !== null).length;
+    const bytes = weightBytesByDtype(model.weights, backend);
+    expect(bytes['bfloat16']).toBe(numMoe * 3 * E * D * 2);
+  });
+
+  it('a NaN in a router fails the load naming file and tensor', async () => {
+    const dir = tinyCheckpoint('router-nan', 'f32');
+    const name = 'model.layers.1.block_sparse_moe.gate.weight';
+    const file = poke(dir, name, 3, [0, 0, 0xc0, 0x7f]); // f32 NaN
+    await expect(loadModel(dir, { backend: new RouterCpu() })).rejects.toThrow(
+      `${file}: tensor "${name}" holds 1 non-finite values (NaN or Inf)`,
     );
   });
 });
