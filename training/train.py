@@ -80,8 +80,11 @@ def model_config(args, vocab_size, bos_id, eot_id):
 
 
 def lr_at(args, step, frac):
+    """Warm-up, then a cosine to 10% of --lr. --sched-from/--sched-to map this call's time share
+    onto a part of one longer schedule, so that two calls that resume (--init) make one cosine."""
     warm = min(1.0, (step + 1) / args.warmup)
-    return args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+    g = args.sched_from + (args.sched_to - args.sched_from) * min(frac, 1.0)
+    return args.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * g)))
 
 
 def with_targets(ids, mask):
@@ -260,6 +263,11 @@ def main():
     ap.add_argument("--deadline", type=float, default=0, help="epoch seconds by which the whole run must end")
     ap.add_argument("--reserve-s", type=float, default=60, help="time kept before --deadline for export and checks")
     ap.add_argument("--index-every", type=int, default=1, help="compute the index KL loss every N steps")
+    ap.add_argument("--sched-from", type=float, default=0.0, help="where this call starts on the lr cosine (0..1)")
+    ap.add_argument("--sched-to", type=float, default=1.0, help="where this call ends on the lr cosine (0..1)")
+    ap.add_argument(
+        "--no-post", action="store_true", help="stop after the export: no reference logits, no PyTorch eval"
+    )
     args = ap.parse_args()
     run(args)
 
@@ -341,6 +349,8 @@ def run(args):
     )
     tensors = export(args, model, tok, cfg, out, template)
     (out.parent / "train-log.json").write_text(json.dumps(log, indent=1) + "\n")
+    if args.no_post:  # a first call of several: the next one resumes from these weights
+        return
     # Everything below runs on the stored bf16 weights, as moeserve will: the reference logits
     # first (CI needs them beside the weights), the PyTorch eval last, as time allows.
     items = evaluate.read_items(datadir / "heldout-prompts.jsonl")

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds DEST/{gpu.sh,tree.tgz} for one tiny-model device call from this worktree
 # (docs/tiny-model.md, "Run 7"): pack.sh DEST [TM_VAR=VALUE ...] puts the settings in front of
-# tiny-gpu.sh. Run 7: pack.sh /work/main/.xfer-tiny-model (the defaults).
+# tiny-gpu.sh. Run 7: pack.sh /work/main/.xfer-tiny-model (the defaults). BODY=training/xfer/fresh-gpu.sh
+# pack.sh ... puts that script's body after the settings instead (run 11: a fresh, larger model in two calls).
 set -e
 cd "$(dirname "$0")/../.."
 DEST=${1:?DEST}
@@ -19,7 +20,7 @@ tar czf "$DEST/tree.tgz" -C "$S" .
 {
   echo '#!/bin/bash'
   for kv in "$@"; do echo "export $kv"; done
-  tail -n +2 training/xfer/tiny-gpu.sh
+  tail -n +2 "${BODY:-training/xfer/tiny-gpu.sh}"
 } > "$DEST/gpu.sh"
 rm -rf "$S"
 ls -la "$DEST"
