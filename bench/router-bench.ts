@@ -11,12 +11,12 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCudaBackend, type CudaBackend } from '../src/backend/cuda/cuda-backend.js';
+import { createCudaBackend } from '../src/backend/cuda/cuda-backend.js';
 import type { CudaTensor } from '../src/backend/cuda/cuda-tensor.js';
 import { BF16X3_MIN_ROWS, matmulBf16x3 } from '../src/backend/cuda/matmul-bf16x3.js';
 import { SplitF32Weight } from '../src/backend/cuda/split-f32-weight.js';
 import type { Tensor } from '../src/tensor/tensor.js';
-import { median } from '../test/gpu/check-util.js';
+import { timeGraphMs } from './graph-time.js';
 
 const [E, D] = [128, 6144];
 /** Copies of each weight: 24 × (3.1 MB f32 + 4.7 MB parts) is three times H200's 60 MB L2. */
@@ -25,30 +25,6 @@ const COPIES = 24;
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-/** Median device ms of f(i) per call, f(0) … f(n-1) captured in one graph. */
-function timeGraphMs(gpu: CudaBackend, n: number, f: (i: number) => void): number {
-  const dev = gpu.dev;
-  for (let i = 0; i < n; i++) f(i); // sizes the workspaces outside capture
-  const graph = dev.capture(() => {
-    for (let i = 0; i < n; i++) f(i);
-  });
-  try {
-    graph.launch();
-    const ms: number[] = [];
-    for (let r = 0; r < 10; r++) {
-      const a = dev.createEvent();
-      const b = dev.createEvent();
-      dev.record(a);
-      graph.launch();
-      dev.record(b);
-      ms.push(dev.elapsed(a, b));
-    }
-    return median(ms) / n;
-  } finally {
-    graph.destroy();
-  }
 }
 
 async function main(): Promise<void> {

@@ -21,7 +21,8 @@ import type { SplitF32Weight } from './split-f32-weight.js';
  * weight against the split's 4.7 MB of parts plus a second launch, and at decode M both are
  * bound by those bytes and launches, not by FLOPs; from a few hundred rows the f32 GEMM is
  * compute-bound (8k prefill: 0.38 ms, 34 TFLOP/s) and three bf16 GEMM columns per output are
- * the cheaper FLOPs. `bench/router-bench.ts` times both paths at each M.
+ * the cheaper FLOPs. That is reasoning, not a measurement: `bench/router-bench.ts` times both
+ * paths at each M and has not run on a GPU yet (session 11 ran out of device time).
  */
 export const BF16X3_MIN_ROWS = 256;
 
