@@ -5,7 +5,7 @@
  * registers (w8a16), on the E4M3 tensor cores (q8; its time includes splitting x) and
  * widened to f16 by the hardware conversion (h8; its time includes scaling x to f16).
  *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8]
- *        [--moe-tokens 8,64,512,2048 | none] [--kinds all | cublas,w8a16,h8,v8,...]
+ *        [--moe-tokens 8,64,512,2048 | none] [--kinds all | cublas,w8a16,h8,v8,w8a8,...]
  *        [--v8-warps 1,2,4,8] [--shapes lm_head,q_proj,...] [--out DIR]
  * and the MoE op at the real expert shape: tile kernels vs per-expert cuBLAS, bf16 and FP8.
  * Writes skinny-bench.json under --out (default $OUT or .).
@@ -25,13 +25,15 @@ import {
   skinnySplits,
 } from '../src/backend/cuda/skinny-gemm.js';
 import type { SkinnyWeight } from '../src/backend/cuda/gemm-kernels.js';
-import { fp8Gemv, gemvWarps, GEMV_MAX_M } from '../src/backend/cuda/fp8-gemv.js';
+import { fp8Gemv, gemvWarps, GEMV_MAX_M, type GemvTune } from '../src/backend/cuda/fp8-gemv.js';
 import { CpuBackend } from '../src/backend/cpu/cpu-backend.js';
 import { moe } from '../src/backend/cuda/moe-ops.js';
 import type { MoeGemmPath } from '../src/backend/cuda/moe-expert-gemm.js';
 import type { ExpertWeights } from '../src/backend/backend.js';
 import type { Tensor } from '../src/tensor/tensor.js';
 import { timeGraphMs } from './graph-time.js';
+import { w8a8Matmul, w8a8QuantizeX } from '../src/backend/cuda/fp8-w8a8.js';
+import { ltFor } from '../src/backend/cuda/lt-fp8-gemm.js';
 import { median, randArray } from '../test/gpu/check-util.js';
 import { moeRoutes } from '../test/gpu/moe-check.js';
 import { smoke } from '../test/gpu/smoke.js';
@@ -126,6 +128,7 @@ function fp8Kinds(a: {
   plan: (k: SkinnyWeight) => string;
   x: CudaTensor;
   o: number;
+  out: CudaTensor;
   w8: CudaFp8Weight[];
   M: number;
   N: number;
@@ -133,8 +136,14 @@ function fp8Kinds(a: {
   sweep: number[];
   v8Warps: number[];
 }): void {
-  const { ctx, put, r, plan, x, o, w8, M, N, K, sweep, v8Warps } = a;
+  const { ctx, put, r, plan, x, o, out, w8, M, N, K, sweep, v8Warps } = a;
   const bytes8 = N * K * (1 + 4 / 128);
+  // W8A8 at decode rows (matmul takes it from W8A8_MIN_ROWS): x quantized, cuBLASLt FP8.
+  const lt = ltFor(ctx.dev);
+  put('w8a8 fp8', bytes8, (i) => w8a8Matmul(ctx, lt, out, x.ptr, w8[i]!, M));
+  const x8 = ctx.ws.get('bench.x8', M * K);
+  const xs = ctx.ws.get('bench.xs', ((M * K) / 128) * 4);
+  put('w8a8 x quantize alone', M * K * 2, () => w8a8QuantizeX(ctx, x8, xs, x.ptr, M, K, M));
   r['w8a16 plan'] = plan('blk');
   put('w8a16 fp8', bytes8, (i) =>
     skinnyGemm(ctx, o, true, x.ptr, fp8WidenOperand(w8[i]!), M, N, K),
@@ -168,9 +177,16 @@ function fp8Kinds(a: {
     { u: 0, prefetch: true, pipe: true },
     { u: 2, prefetch: true, pipe: false },
     { u: 0, prefetch: false, pipe: false },
-  ])
+    { u: 2, prefetch: true, pipe: false, mt: 2 },
+    { u: 0, prefetch: true, pipe: false, w: 2 },
+    { u: 0, prefetch: true, pipe: false, w: 4 },
+    { u: 0, prefetch: true, pipe: true, w: 4 },
+    { u: 0, prefetch: true, pipe: false, w: 8 },
+    { u: 2, prefetch: true, pipe: false, mt: 2, w: 2 },
+    { u: 2, prefetch: true, pipe: false, mt: 2, w: 4 },
+  ] as GemvTune[])
     put(
-      `v8 ${t.pipe ? 'pipe' : `U=${t.u || 'default'}`}${t.prefetch ? '' : ' no-prefetch'}`,
+      `v8 ${t.pipe ? `pipe U=${t.u || 'default'}` : `U=${t.u || 'default'}`}${t.prefetch ? '' : ' no-prefetch'}${t.mt ? ` MT=${t.mt}` : ''}${t.w ? ` W=${t.w}` : ''}`,
       bytes8,
       (i) => fp8Gemv(ctx, o, true, x.ptr, g(i), M, N, K, undefined, t),
     );
@@ -226,7 +242,7 @@ function benchShape(
     put('skinny bf16 unsliced', bytes16, (i) =>
       skinnyGemm(ctx, o.ptr, true, x.ptr, bf16Operand(wb[i]!.ptr), M, N, K, S0, M),
     );
-    fp8Kinds({ ctx, put, r, plan, x, o: o.ptr, w8, M, N, K, sweep, v8Warps });
+    fp8Kinds({ ctx, put, r, plan, x, o: o.ptr, out: o, w8, M, N, K, sweep, v8Warps });
     console.log(JSON.stringify(r));
     rows.push(r);
     gpu.free(x);

@@ -89,7 +89,7 @@ export interface Backend {
    * tensor/fp8-activation.ts), x is first quantized per row and 128 inputs (W8A8): out means
    * Q(x) · w^T. An f32 w with bf16 x (the router) is the product in f32 arithmetic, exact
    * products or f32-rounded ones summed in f32 in each backend's order: the CPU's f32 FMAs;
-   * CUDA's f32 cuBLAS GEMM on x converted to f32, or, from BF16X3_MIN_ROWS (256) rows on a
+   * CUDA's f32 cuBLAS GEMM on x converted to f32, or, from BF16X3_MIN_ROWS (8) rows on a
    * weight from allocF32Weight, ((x · W1^T) + (x · W2^T)) + (x · W3^T) over the bf16 parts
    * W1 = bf16(w), W2 = bf16(w − W1), W3 = bf16(w − W1 − W2), whose sum is w exactly for
    * |w| ≥ 2^-110 and whose bf16 products are exact in f32 (cuda/matmul-bf16x3.ts), as one

@@ -7,7 +7,7 @@
  * 2. logits of the split path (matmulBf16x3 itself) at M = 64, 300 and 8192: ‖Δ‖/‖ref‖ and
  *    max|Δ|/max|ref| at most 1e-5, next to the f32 path's error on the same data (a plain f32
  *    weight); and `matmul` on the split weight: bit-equal to the split path where it takes it
- *    (M >= BF16X3_MIN_ROWS: 300 and 8192), else the f32 path's error;
+ *    (M >= BF16X3_MIN_ROWS: all three), else the f32 path's error;
  * 3. top-4 ids of routerTopK on the GPU's logits against the CPU's on its own: equal except
  *    where the CPU's biased scores of the two ids lie within what a 1e-5 · max|ref| logit
  *    error can swap (sigmoid moves a score by at most a quarter of its logit's change).

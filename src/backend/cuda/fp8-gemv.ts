@@ -45,6 +45,25 @@ export interface GemvTune {
   readonly prefetch: boolean;
   /** Two register buffers, the next one loading during the current one's MMAs. */
   readonly pipe: boolean;
+  /** 16-row weight tiles per warp sharing each x load (plain GEMM; 1 when absent). */
+  readonly mt?: number;
+  /** Warps per K range, each on its own rows, sharing x through L1 (plain GEMM; 1 when absent). */
+  readonly w?: number;
+}
+
+/**
+ * The knobs matmul runs the kernel with, by measurement (session 12 W3, skinny-bench on one
+ * H200, CUDA-graph device ms at MiniMax-M3's decode shapes, plain / tuned): up to 8 tokens two
+ * register buffers (M = 8: q_proj 0.0204 / 0.0173, o 0.0220 / 0.0185, down 0.0305 / 0.0269,
+ * LM head 0.371 / 0.337; M = 1 within ±5%); 9 to 16 tokens two 16-row tiles per warp with one
+ * tile per buffer (M = 16: q 0.0333 / 0.0222, o 0.0334 / 0.0257, gate|up 0.0936 / 0.0552, down
+ * 0.0488 / 0.0368); from 17 the plain kernel (two tiles per warp was 20-30% slower at M = 32:
+ * 235 registers, 8 warps per SM).
+ */
+export function gemvTuneFor(M: number): GemvTune {
+  if (M <= 8) return { u: 0, prefetch: true, pipe: true };
+  if (M <= 16) return { u: 2, prefetch: true, pipe: false, mt: 2 };
+  return { u: 0, prefetch: true, pipe: false };
 }
 
 /** True when the kernel takes the shape. */
@@ -54,7 +73,8 @@ export function gemvFits(M: number, K: number, group: number): boolean {
 
 /**
  * out[M, N] (bf16 or f32) = x[M, K] (bf16) · W^T on the GEMV kernel; false when the shape does
- * not suit it. `warps` overrides the warps per block, `tune` the kernel's knobs (benchmarks).
+ * not suit it. `warps` overrides the warps per block, `tune` the kernel's knobs (benchmarks;
+ * gemvTuneFor's otherwise).
  */
 export function fp8Gemv(
   ctx: OpContext,
@@ -70,18 +90,35 @@ export function fp8Gemv(
 ): boolean {
   if (!gemvFits(M, K, w.group)) return false;
   const nf = M <= 8 ? 1 : M <= 16 ? 2 : 4;
-  const ks = Math.max(1, Math.min(warps ?? gemvWarps(ctx.dev.smCount, N, K), 16, K / 128));
+  const t = tune ?? gemvTuneFor(M);
+  const mt = t.mt ?? 1;
+  const wr = t.w ?? 1;
+  const blocks = Math.ceil(N / (16 * mt * wr));
+  const maxWarps = mt > 1 ? 8 : 16; // the kernel's launch bounds (GV_MAX_WARPS)
+  if (wr > maxWarps) throw new Error(`fp8Gemv: ${wr} warps per K range exceed ${maxWarps}`);
+  const ks = Math.max(
+    1,
+    Math.min(
+      warps ?? warpsFor(ctx.dev.smCount, blocks * wr, K),
+      Math.floor(maxWarps / wr),
+      K / 128,
+    ),
+  );
   launchKernel(
     ctx,
     FP8_GEMV,
     `fp8_gemv_${outF32 ? 'f' : 'b'}_${nf}`,
     {
-      grid: [Math.ceil(N / 16), 1, 1],
-      block: [32 * ks, 1, 1],
-      smem: ks > 1 ? ks * nf * 4 * 32 * 4 : 0,
-      ...(tune
-        ? { defines: { GV_U: tune.u, GV_PF: tune.prefetch ? 1 : 0, GV_PIPE: tune.pipe ? 1 : 0 } }
-        : {}),
+      grid: [blocks, 1, 1],
+      block: [32 * wr * ks, 1, 1],
+      smem: ks > 1 ? wr * ks * mt * nf * 4 * 32 * 4 : 0,
+      defines: {
+        GV_U: t.u,
+        GV_PF: t.prefetch ? 1 : 0,
+        GV_PIPE: t.pipe ? 1 : 0,
+        GV_MT: mt,
+        GV_W: wr,
+      },
     },
     { W: w.ptr, S: w.scales, G: w.group, x, M, N, K, out },
   );

@@ -17,14 +17,14 @@ import { strideGrid, type OpContext } from './op-context.js';
 import type { SplitF32Weight } from './split-f32-weight.js';
 
 /**
- * From this many rows the split path runs. Below it the f32 path reads 3.1 MB of f32 router
- * weight against the split's 4.7 MB of parts plus a second launch, and at decode M both are
- * bound by those bytes and launches, not by FLOPs; from a few hundred rows the f32 GEMM is
- * compute-bound (8k prefill: 0.38 ms, 34 TFLOP/s) and three bf16 GEMM columns per output are
- * the cheaper FLOPs. That is reasoning, not a measurement: `bench/router-bench.ts` times both
- * paths at each M and has not run on a GPU yet (session 11 ran out of device time).
+ * From this many rows the split path runs. Measured (`bench/router-bench.ts`, one H200,
+ * session 12, CUDA-graph device time at [E = 128, D = 6144]): f32 path vs split path
+ * M = 1 0.0060 vs 0.0077 ms, M = 8 0.0136 vs 0.0078, M = 64 0.0150 vs 0.0084, M = 256
+ * 0.0251 vs 0.0090, M = 8192 0.374 vs 0.058 ms. At one row the f32 GEMV's single launch wins;
+ * from 8 rows cuBLAS's f32 GEMM leaves its GEMV kernel and the split's bf16 GEMM is faster.
+ * Rows 2 to 7 are not measured; they stay on the f32 path.
  */
-export const BF16X3_MIN_ROWS = 256;
+export const BF16X3_MIN_ROWS = 8;
 
 /** Whether `matmul` takes the split path for these operands. */
 export function bf16x3Applies(w: SplitF32Weight, x: CudaTensor, M: number): boolean {

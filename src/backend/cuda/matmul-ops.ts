@@ -147,7 +147,7 @@ function fp8SkinnyRows(
   const f32 = o.dtype === 'f32';
   for (let r = 0; r < M; r += 64) {
     const m = Math.min(64, M - r);
-    const op = fp8Operand(w, fp8DenseKernel(m, ctx.tuning.fp8Decode));
+    const op = fp8Operand(w, fp8DenseKernel(m, N * K, ctx.tuning.fp8Decode));
     const out = o.ptr + r * N * (f32 ? 4 : 2);
     if (!skinnyGemm(ctx, out, f32, x + r * K * 2, op, m, N, K)) return false;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gemvWarps } from './fp8-gemv.js';
+import { gemvTuneFor, gemvWarps } from './fp8-gemv.js';
 import { fp8DenseKernel, fp8MoeKernel, skinnySliceRows, skinnySplits } from './skinny-gemm.js';
 
 // H200: 132 SMs. Shapes of MiniMax-M3's decode GEMMs ([N, K]).
@@ -46,15 +46,27 @@ describe('GEMV warps per block', () => {
 });
 
 describe('FP8 decode kernel choice', () => {
-  it('follows the measurements (session 6 W2; v8 up to 8 tokens: session 8 W5)', () => {
-    expect([1, 8, 9, 32, 33, 64].map((m) => fp8DenseKernel(m))).toEqual([
+  it('follows the measurements (session 6 W2, session 8 W5, session 12 W3)', () => {
+    const q = 8192 * 6144;
+    const head = 200064 * 6144;
+    expect([1, 8, 9, 16, 17, 32, 33, 64].map((m) => fp8DenseKernel(m, q))).toEqual([
       'v8',
       'v8',
-      'h8',
-      'h8',
+      'v8',
+      'v8',
+      'v8',
+      'v8',
       'w8a16',
       'w8a16',
     ]);
+    expect([1, 16, 17, 32, 33].map((m) => fp8DenseKernel(m, head))).toEqual([
+      'v8',
+      'v8',
+      'h8',
+      'h8',
+      'w8a16',
+    ]);
+    expect(fp8DenseKernel(32, head, 'v8')).toBe('v8');
     expect([1, 8, 9, 64, 65, 2048].map((t) => fp8MoeKernel(t))).toEqual([
       'v8',
       'v8',
@@ -62,6 +74,19 @@ describe('FP8 decode kernel choice', () => {
       'h8',
       'w8a16',
       'w8a16',
+    ]);
+  });
+});
+
+describe('v8 knobs matmul runs', () => {
+  it('follow session 12 W3: two buffers to 8 tokens, two 16-row tiles to 16, plain beyond', () => {
+    expect([1, 8, 9, 16, 17, 32].map((m) => gemvTuneFor(m))).toEqual([
+      { u: 0, prefetch: true, pipe: true },
+      { u: 0, prefetch: true, pipe: true },
+      { u: 2, prefetch: true, pipe: false, mt: 2 },
+      { u: 2, prefetch: true, pipe: false, mt: 2 },
+      { u: 0, prefetch: true, pipe: false },
+      { u: 0, prefetch: true, pipe: false },
     ]);
   });
 });

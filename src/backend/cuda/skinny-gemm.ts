@@ -53,26 +53,36 @@ export const FP8_DECODE_KERNELS = ['q8', 'w8a16', 'h8', 'v8'] as const;
 export type Fp8DecodeKernel = (typeof FP8_DECODE_KERNELS)[number];
 
 /**
- * The kernel that matmul runs block FP8 on for M tokens, by measurement (session 6 W2,
- * skinny-bench on one H200, MiniMax-M3 shapes, CUDA-graph device time): w8a16 at M ≤ 8 (a
- * dense layer's six GEMMs 178 against h8's 188 µs at M = 8: h8 adds its x scaling), h8 up to
- * 32 (247 against 256 µs at M = 32), w8a16 beyond (LM head M = 64: 0.765 against 0.808 ms).
- * q8 was slower at every M. 'v8' (fp8-gemv.cu, GEMV form) is not measured yet and stays
- * opt-in (checks, benchmarks) until it is.
+ * The kernel that matmul runs block FP8 on for M tokens of a weight of `weightBytes` codes, by
+ * measurement. Session 6 W2 (skinny-bench on one H200, MiniMax-M3 shapes, CUDA-graph device
+ * time): w8a16 against h8 at M = 8 (178 against 188 µs a dense layer: h8 adds its x scaling),
+ * h8 up to 32 (247 against 256 µs), w8a16 beyond (LM head M = 64: 0.765 against 0.808 ms); q8
+ * slower at every M. v8 (fp8-gemv.cu, GEMV form, with gemvTuneFor's knobs) up to 16 tokens
+ * and, at 17 to 32, on weights up to V8_MAX_BYTES: session 12 W3 skinny-bench (ms, v8 tuned /
+ * session 11's w8a16): M = 8 q 0.0173 / 0.0302, gate|up 0.0472 / 0.0685, LM head 0.321 /
+ * 0.434; M = 16 q 0.0222, o 0.0257, gate|up 0.053, down 0.037, LM head 0.389; M = 32 q 0.0307 /
+ * 0.0417, o 0.0331 / 0.0441, down 0.047 / 0.059, gate|up 0.083 / 0.088, but the LM head 0.574
+ * / 0.507 (h8 there).
  */
-export function fp8DenseKernel(M: number, choice: Fp8DecodeChoice = 'default'): Fp8DecodeKernel {
+export function fp8DenseKernel(
+  M: number,
+  weightBytes: number,
+  choice: Fp8DecodeChoice = 'default',
+): Fp8DecodeKernel {
   if (choice === 'v8' && M <= GEMV_MAX_M) return 'v8';
-  if (M <= V8_MAX_TOKENS) return 'v8';
+  if (M <= V8_MAX_TOKENS || (M <= GEMV_MAX_M && weightBytes <= V8_MAX_BYTES)) return 'v8';
   return M <= 32 ? 'h8' : 'w8a16';
 }
 
 /**
- * v8 (fp8-gemv.cu) for dense GEMMs and MoE tiles up to this many tokens, by measurement
- * (session 8 W5, bench:gpu decode graph step, FP8 / bf16 with v8 against the w8a16/h8 choice:
- * 3 + 1 layers 0.662 / 0.670 against 0.808 / 0.766 at B = 1 / 8, but 0.766 against 0.748 at
- * B = 32; 3 + 5 0.699 / 0.655 against 0.792 / 0.696, and 0.672 against 0.644 at B = 32).
+ * v8 (fp8-gemv.cu) for dense GEMMs of any size up to this many tokens (session 12 W3 above;
+ * session 8 W5 chose it up to 8 by the whole decode step) and for MoE tiles up to 8 tokens
+ * (session 8 W5: 3 + 5 layers 0.699 / 0.655 against 0.792 / 0.696 at B = 1 / 8).
  */
-const V8_MAX_TOKENS = 8;
+const V8_MAX_TOKENS = 16;
+const V8_MOE_MAX_TOKENS = 8;
+/** Above 16 tokens, v8 only on weights of at most this many code bytes (not the LM head's 1.2 GB). */
+const V8_MAX_BYTES = 256e6;
 
 /**
  * The kernel of block-FP8 MoE tiles for T tokens (same W2): h8 up to 64 tokens (MoE layer at
@@ -81,7 +91,7 @@ const V8_MAX_TOKENS = 8;
  */
 export function fp8MoeKernel(T: number, choice: Fp8DecodeChoice = 'default'): Fp8DecodeKernel {
   if (choice === 'v8' && T <= 64) return 'v8';
-  if (T <= V8_MAX_TOKENS) return 'v8';
+  if (T <= V8_MOE_MAX_TOKENS) return 'v8';
   return T <= 64 ? 'h8' : 'w8a16';
 }
 

@@ -18,8 +18,10 @@
 // Split-K inside the block: warp w of KS = blockDim.x / 32 sums tiles [w*KT/KS, (w+1)*KT/KS);
 // warp 0 adds the KS partials in warp order (deterministic, no workspace, no atomics).
 // Kernels (o = b | f output, NF = 8-token MMA tiles 1 / 2 / 4; BT = 8 * NF):
-//   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/16)), block 32*KS (KS 1..16),
-//       dyn smem KS*NF*4*32*4 bytes when KS > 1 (else 0); K % 128 == 0, M <= NF*8.
+//   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/(16*GV_MT*GV_W))), block
+//       32*GV_W*KS (at most GV_MAX_WARPS warps), dyn smem (warps)*GV_MT*NF*4*32*4 bytes when
+//       KS > 1 (else 0); K % 128 == 0, M <= NF*8. Warp wk*GV_W + wr owns GV_MT 16-row tiles
+//       (tile wr of the block) over K range wk of KS.
 //   fp8_gemv_gu_<BT>(W, S, G, x, perm, Kw, offsets, tileExpert, tileStart, numTiles, D, I, act,
 //       alpha, limit): grid (maxTiles, ceil(I/8)), block 32*KS: act = SwiGLU-OAI(x.gate, x.up)
 //   fp8_gemv_down_<BT>(W, S, G, act, perm, Kw, offsets, tileExpert, tileStart, numTiles, I, D,
@@ -27,8 +29,9 @@
 //   (moe.cu moe_scan's tile table; tiles along x, so that the tiles of one expert, e.g. the
 //   shared expert's T/BT, read the same weight rows at about the same time, from L2 after the
 //   first.)
-// -D GV_U (tiles in flight per warp), GV_PF (L2 prefetch hint) and GV_PIPE (double-buffered
-// weight registers) are benchmark knobs.
+// -D GV_U (tiles in flight per warp), GV_PF (L2 prefetch hint), GV_PIPE (double-buffered
+// weight registers), GV_MT (16-row tiles per warp) and GV_W (warps per K range; both plain
+// GEMM only) are knobs: matmul sets them per token count (fp8-gemv.ts gemvTuneFor).
 // Launched to overlap the previous kernel (programmatic dependent launch): the first U tiles
 // of weights and scales are loaded before griddepcontrol.wait, x after it.
 // No host reads, no allocation: graph-capturable. Tested by test/gpu/skinny-check.ts against
@@ -38,7 +41,6 @@
 #include "mma.cuh"
 #include "fp8.cuh"
 
-#define GV_MAX_WARPS 16
 
 __device__ __forceinline__ unsigned gv_prmt(unsigned a, unsigned sel) {
   unsigned d;
@@ -88,6 +90,20 @@ __device__ __forceinline__ void gv_dep_launch() {
 #ifndef GV_PIPE
 #define GV_PIPE 0
 #endif
+// GV_MT: 16-row weight tiles per warp in the plain GEMM (the MoE modes keep 1), sharing each
+// x fragment load: at 32 token rows a warp otherwise reads 4 bytes of x per weight byte.
+#ifndef GV_MT
+#define GV_MT 1
+#endif
+// GV_W: warps of a block on the same K range, each on its own 16*MT rows (plain GEMM; the MoE
+// modes keep 1). Their x loads hit the same lines at about the same time, so L1 serves all but
+// the first: with one warp per K range, a block reads all of x from L2 for 16 rows (at 32
+// tokens and K = 6,144, 393 KB of x per 98 KB of codes, more than L1 keeps).
+#ifndef GV_W
+#define GV_W 1
+#endif
+// Up to 16 warps per block (128 registers each); 8 when a warp owns several 16-row tiles.
+#define GV_MAX_WARPS (GV_MT > 1 ? 8 : 16)
 // Tiles per buffer: GV_U (or 4, double-buffered 2) at NF = 1, half of that for more token rows.
 template <int NF>
 struct GvShape {
@@ -95,16 +111,21 @@ struct GvShape {
   static constexpr int U = NF == 1 ? U1 : (U1 / 2 > 0 ? U1 / 2 : 1);
 };
 
-/** One tile of 128 inputs: part[f] += codes (rows g, g+8) . x (token rows f*8 + g). */
-template <int NF>
-__device__ __forceinline__ void gv_tile(float (*acc)[4], const uint4 (&w)[2][2], float sa,
-                                        float sb, const bf16_t* const* xr, const bool* xok,
-                                        int k) {
-  float part[NF][4];
+/**
+ * One tile of 128 inputs for MT 16-row weight tiles: part[m][f] += codes (rows 16m + g,
+ * 16m + g + 8) . x (token rows f*8 + g). The x fragments are loaded once for all MT tiles.
+ */
+template <int NF, int MT>
+__device__ __forceinline__ void gv_tile(float (*acc)[NF][4], const uint4 (*w)[2][2],
+                                        const float (*s)[2], const bf16_t* const* xr,
+                                        const bool* xok, int k) {
+  float part[MT][NF][4];
 #pragma unroll
-  for (int f = 0; f < NF; f++)
+  for (int m = 0; m < MT; m++)
 #pragma unroll
-    for (int q = 0; q < 4; q++) part[f][q] = 0.f;
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) part[m][f][q] = 0.f;
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     uint4 xv[NF][2];
@@ -114,25 +135,30 @@ __device__ __forceinline__ void gv_tile(float (*acc)[4], const uint4 (&w)[2][2],
       xv[f][0] = xok[f] ? p[0] : make_uint4(0u, 0u, 0u, 0u);
       xv[f][1] = xok[f] ? p[1] : make_uint4(0u, 0u, 0u, 0u);
     }
-    const unsigned v0[4] = {w[h][0].x, w[h][0].y, w[h][0].z, w[h][0].w};
-    const unsigned v1[4] = {w[h][1].x, w[h][1].y, w[h][1].z, w[h][1].w};
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      unsigned a[4];
-      gv_widen(v0[j], a[0], a[2]);
-      gv_widen(v1[j], a[1], a[3]);
+    for (int m = 0; m < MT; m++) {
+      const unsigned v0[4] = {w[m][h][0].x, w[m][h][0].y, w[m][h][0].z, w[m][h][0].w};
+      const unsigned v1[4] = {w[m][h][1].x, w[m][h][1].y, w[m][h][1].z, w[m][h][1].w};
 #pragma unroll
-      for (int f = 0; f < NF; f++) {
-        const uint4 xq = xv[f][j >> 1];
-        const unsigned b0 = (j & 1) ? xq.z : xq.x, b1 = (j & 1) ? xq.w : xq.y;
-        mma16816(part[f], a, b0, b1);
+      for (int j = 0; j < 4; j++) {
+        unsigned a[4];
+        gv_widen(v0[j], a[0], a[2]);
+        gv_widen(v1[j], a[1], a[3]);
+#pragma unroll
+        for (int f = 0; f < NF; f++) {
+          const uint4 xq = xv[f][j >> 1];
+          const unsigned b0 = (j & 1) ? xq.z : xq.x, b1 = (j & 1) ? xq.w : xq.y;
+          mma16816(part[m][f], a, b0, b1);
+        }
       }
     }
   }
 #pragma unroll
-  for (int f = 0; f < NF; f++)
+  for (int m = 0; m < MT; m++)
 #pragma unroll
-    for (int q = 0; q < 4; q++) acc[f][q] += (q < 2 ? sa : sb) * part[f][q];
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) acc[m][f][q] += (q < 2 ? s[m][0] : s[m][1]) * part[m][f][q];
 }
 
 enum GvMode { GV_PLAIN = 0, GV_GU = 1, GV_DOWN = 2 };
@@ -158,11 +184,15 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
                          float limit) {
   constexpr int U = GvShape<NF>::U;
   constexpr bool GU = MODE == GV_GU;
-  extern __shared__ float red[];  // KS > 1: [KS][NF*4][32] partial sums
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, KS = blockDim.x >> 5;
+  constexpr int MT = MODE == GV_PLAIN ? GV_MT : 1;
+  constexpr int WR = MODE == GV_PLAIN ? GV_W : 1;
+  extern __shared__ float red[];  // KS > 1: [KS][WR][MT][NF*4][32] partial sums
+  // Warp = wk * WR + wr: K range wk of KS, 16*MT-row tile wr of the block's WR.
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, KS = (blockDim.x >> 5) / WR;
+  const int wr = warp % WR, wk = warp / WR;
   const int g = lane >> 2, t = lane & 3;
   const int KT = K / 128, Kg = (K + G - 1) / G;
-  const int kt0 = warp * KT / KS, kt1 = (warp + 1) * KT / KS;
+  const int kt0 = wk * KT / KS, kt1 = (wk + 1) * KT / KS;
   long long rowBase = 0;
   int r0 = 0, rEnd = M;
   if (MODE != GV_PLAIN) {
@@ -174,32 +204,44 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
     rEnd = min(r0 + NF * 8, tl.offsets[e + 1]);
     rowBase = (long long)e * (GU ? 2 * N : N);
   }
-  const int n0 = (MODE == GV_PLAIN ? blockIdx.x : blockIdx.y) * (GU ? 8 : 16);
-  const long long ra = rowBase + min(n0 + g, N - 1);
-  const long long rb = GU ? ra + upOffset : rowBase + min(n0 + g + 8, N - 1);
-  const unsigned char* wa = W + ra * K + 16 * t;
-  const unsigned char* wb = W + rb * K + 16 * t;
-  const float* sa = S + ra * Kg;
-  const float* sb = S + rb * Kg;
-  float acc[NF][4];
+  const int n0 = MODE == GV_PLAIN ? (blockIdx.x * WR + wr) * 16 * MT : blockIdx.y * (GU ? 8 : 16);
+  const unsigned char* wa[MT];
+  const unsigned char* wb[MT];
+  const float* sa[MT];
+  const float* sb[MT];
 #pragma unroll
-  for (int f = 0; f < NF; f++)
+  for (int m = 0; m < MT; m++) {
+    const long long ra = rowBase + min(n0 + 16 * m + g, N - 1);
+    const long long rb = GU ? ra + upOffset : rowBase + min(n0 + 16 * m + g + 8, N - 1);
+    wa[m] = W + ra * K + 16 * t;
+    wb[m] = W + rb * K + 16 * t;
+    sa[m] = S + ra * Kg;
+    sb[m] = S + rb * Kg;
+  }
+  float acc[MT][NF][4];
 #pragma unroll
-    for (int q = 0; q < 4; q++) acc[f][q] = 0.f;
+  for (int m = 0; m < MT; m++)
+#pragma unroll
+    for (int f = 0; f < NF; f++)
+#pragma unroll
+      for (int q = 0; q < 4; q++) acc[m][f][q] = 0.f;
 
-  uint4 w[U][2][2], w2[GV_PIPE ? U : 1][2][2];
-  float s[U][2], s2[GV_PIPE ? U : 1][2];
-  auto loadInto = [&](uint4 (*wd)[2][2], float (*sd)[2], int kt) {
+  uint4 w[U][MT][2][2], w2[GV_PIPE ? U : 1][MT][2][2];
+  float s[U][MT][2], s2[GV_PIPE ? U : 1][MT][2];
+  auto loadInto = [&](uint4 (*wd)[MT][2][2], float (*sd)[MT][2], int kt) {
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int k = min(kt + u, kt1 - 1) * 128;  // past the range: a repeat, not used
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        wd[u][h][0] = gv_ld_stream(wa + k + 64 * h);
-        wd[u][h][1] = gv_ld_stream(wb + k + 64 * h);
+      for (int m = 0; m < MT; m++) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          wd[u][m][h][0] = gv_ld_stream(wa[m] + k + 64 * h);
+          wd[u][m][h][1] = gv_ld_stream(wb[m] + k + 64 * h);
+        }
+        sd[u][m][0] = __ldg(sa[m] + k / G);
+        sd[u][m][1] = __ldg(sb[m] + k / G);
       }
-      sd[u][0] = __ldg(sa + k / G);
-      sd[u][1] = __ldg(sb + k / G);
     }
   };
   auto loadW = [&](int kt) { loadInto(w, s, kt); };
@@ -215,10 +257,10 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
     const int xrow = !xok[f] ? 0 : GU ? tl.perm[row] / tl.Kw : row;
     xr[f] = X + (long long)xrow * K + 16 * t;
   }
-  auto mmas = [&](const uint4 (*wd)[2][2], const float (*sd)[2], int kt) {
+  auto mmas = [&](const uint4 (*wd)[MT][2][2], const float (*sd)[MT][2], int kt) {
 #pragma unroll
     for (int u = 0; u < U; u++)
-      if (kt + u < kt1) gv_tile<NF>(acc, wd[u], sd[u][0], sd[u][1], xr, xok, (kt + u) * 128);
+      if (kt + u < kt1) gv_tile<NF, MT>(acc, wd[u], sd[u], xr, xok, (kt + u) * 128);
   };
   if constexpr (GV_PIPE) {
     for (int kt = kt0; kt < kt1; kt += 2 * U) {
@@ -236,39 +278,48 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
 
   if (KS > 1) {
 #pragma unroll
-    for (int f = 0; f < NF; f++)
+    for (int m = 0; m < MT; m++)
 #pragma unroll
-      for (int q = 0; q < 4; q++) red[(warp * NF * 4 + f * 4 + q) * 32 + lane] = acc[f][q];
+      for (int f = 0; f < NF; f++)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+          red[(((warp * MT + m) * NF + f) * 4 + q) * 32 + lane] = acc[m][f][q];
     __syncthreads();
-    if (warp != 0) return;
+    if (wk != 0) return;
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+      for (int f = 0; f < NF; f++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          float v = red[(((wr * MT + m) * NF + f) * 4 + q) * 32 + lane];
+          for (int p = 1; p < KS; p++)
+            v += red[((((p * WR + wr) * MT + m) * NF + f) * 4 + q) * 32 + lane];
+          acc[m][f][q] = v;
+        }
+  }
+  // C fragment: rows = weight rows 16m + g (q 0, 1) and 16m + g + 8 (q 2, 3; GU: the up rows),
+  // columns = token rows 2t, 2t + 1.
+#pragma unroll
+  for (int m = 0; m < MT; m++)
 #pragma unroll
     for (int f = 0; f < NF; f++)
 #pragma unroll
       for (int q = 0; q < 4; q++) {
-        float v = red[(f * 4 + q) * 32 + lane];
-        for (int p = 1; p < KS; p++) v += red[((p * NF + f) * 4 + q) * 32 + lane];
-        acc[f][q] = v;
+        if (GU && q >= 2) continue;
+        const int n = n0 + 16 * m + g + (q >> 1) * 8, row = r0 + f * 8 + 2 * t + (q & 1);
+        if (n >= N || row >= rEnd) continue;
+        const long long o = (long long)row * N + n;
+        const float v = acc[m][f][q];
+        if (GU)
+          reinterpret_cast<bf16_t*>(outp)[o] = f2bf(swiglu_oai(v, acc[m][f][q + 2], alpha, limit));
+        else if (MODE == GV_DOWN)
+          reinterpret_cast<float*>(outp)[o] = v * rw[tl.perm[row]];
+        else if (outF32)
+          reinterpret_cast<float*>(outp)[o] = v;
+        else
+          reinterpret_cast<bf16_t*>(outp)[o] = f2bf(v);
       }
-  }
-  // C fragment: rows = weight rows g (q 0, 1) and g + 8 (q 2, 3; GU: the up rows), columns =
-  // token rows 2t, 2t + 1.
-#pragma unroll
-  for (int f = 0; f < NF; f++)
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      if (GU && q >= 2) continue;
-      const int n = n0 + g + (q >> 1) * 8, row = r0 + f * 8 + 2 * t + (q & 1);
-      if (n >= N || row >= rEnd) continue;
-      const long long o = (long long)row * N + n;
-      if (GU)
-        reinterpret_cast<bf16_t*>(outp)[o] = f2bf(swiglu_oai(acc[f][q], acc[f][q + 2], alpha, limit));
-      else if (MODE == GV_DOWN)
-        reinterpret_cast<float*>(outp)[o] = acc[f][q] * rw[tl.perm[row]];
-      else if (outF32)
-        reinterpret_cast<float*>(outp)[o] = acc[f][q];
-      else
-        reinterpret_cast<bf16_t*>(outp)[o] = f2bf(acc[f][q]);
-    }
 }
 
 #define FP8_GEMV(O, OF, NF)                                                                    \
