@@ -5,7 +5,7 @@
  * registers (w8a16), on the E4M3 tensor cores (q8; its time includes splitting x) and
  * widened to f16 by the hardware conversion (h8; its time includes scaling x to f16).
  *   node dist/gpu/bench/skinny-bench.js [--batches 1,8,32,64] [--splits 2,4,8]
- *        [--moe-tokens 8,64,512,2048 | none] [--kinds all | cublas,w8a16,h8,v8,w8a8,...]
+ *        [--moe-tokens 8,64,512,2048 | none] [--kinds all | cublas,w8a16,h8,v8,w8a8,wg8,...]
  *        [--v8-warps 1,2,4,8] [--shapes lm_head,q_proj,...] [--out DIR]
  * and the MoE op at the real expert shape: tile kernels vs per-expert cuBLAS, bf16 and FP8.
  * Writes skinny-bench.json under --out (default $OUT or .).
@@ -32,6 +32,7 @@ import type { MoeGemmPath } from '../src/backend/cuda/moe-expert-gemm.js';
 import type { ExpertWeights } from '../src/backend/backend.js';
 import type { Tensor } from '../src/tensor/tensor.js';
 import { timeGraphMs } from './graph-time.js';
+import { fp8Wgmma, wg8Warpgroups } from '../src/backend/cuda/fp8-wgmma.js';
 import { w8a8Matmul, w8a8QuantizeX } from '../src/backend/cuda/fp8-w8a8.js';
 import { ltFor } from '../src/backend/cuda/lt-fp8-gemm.js';
 import { median, randArray } from '../test/gpu/check-util.js';
@@ -166,6 +167,11 @@ function fp8Kinds(a: {
       skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
     );
   if (M > GEMV_MAX_M) return;
+  const g8 = (i: number) => ({ ptr: w8[i]!.ptr, scales: w8[i]!.scales.ptr, group: 128 });
+  r['wg8 warpgroups'] = wg8Warpgroups(ctx.dev.smCount, N, K);
+  put('wg8 fp8', bytes8, (i) => fp8Wgmma(ctx, o, true, x.ptr, g8(i), M, N, K));
+  for (const ks of [1, 2, 4])
+    put(`wg8 warpgroups=${ks}`, bytes8, (i) => fp8Wgmma(ctx, o, true, x.ptr, g8(i), M, N, K, ks));
   r['v8 warps'] = gemvWarps(ctx.dev.smCount, N, K);
   put('v8 fp8', bytes8, (i) => skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'v8'), M, N, K));
   for (const ks of v8Warps)

@@ -55,6 +55,7 @@ import { checkPrefillAttention } from './prefill-attention-check.js';
 import { checkRouter } from './router-check.js';
 import { checkSampler } from './sampler-check.js';
 import { checkSkinny } from './skinny-check.js';
+import { checkWgmmaGemm } from './wgmma-gemm-check.js';
 import { checkHalf, checkSplit } from './split-check.js';
 import { smoke } from './smoke.js';
 
@@ -221,6 +222,7 @@ async function main(): Promise<void> {
       ...guard('q8 activation split', () => checkSplit(gpu)),
       ...guard('h8 activation scaling', () => checkHalf(gpu)),
       ...guard('skinny GEMMs', () => checkSkinny(cpu, gpu)),
+      ...guard('wgmma FP8 GEMM', () => checkWgmmaGemm(cpu, gpu)),
       ...guard('bf16 MoE on the skinny tiles', () => checkMoeSkinnyTiles(cpu, gpu)),
     ];
     printTable('Decode GEMMs (skinny-gemm.cu): bf16 / FP8 weights vs CPU, split-K', rows);

@@ -10,4 +10,10 @@ describe('NVRTC compile options', () => {
     expect(compileOptions('sm_90')).toEqual(compileOptions('sm_90', 'norm'));
     expect(compileOptions('sm_100', 'attention-prefill-wg')).toContain('-arch=sm_100');
   });
+  it('compiles the wgmma FP8 decode GEMM for sm_90a on sm_90 only', () => {
+    expect(compileOptions('sm_90', 'fp8-wgmma')).toContain('-arch=sm_90a');
+    expect(compileOptions('sm_90', 'fp8-gemv')).toContain('-arch=sm_90');
+    expect(compileOptions('sm_90', 'fp8-gemv')).not.toContain('-arch=sm_90a');
+    expect(compileOptions('sm_100', 'fp8-wgmma')).toContain('-arch=sm_100');
+  });
 });

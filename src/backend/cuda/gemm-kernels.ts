@@ -144,3 +144,15 @@ export const FP8_GEMV_DOWN = kernel({
   },
   launch: 'grid (maxTiles, ceil(D/16)), block 32*KS, dyn smem KS*BT*64 when KS > 1',
 });
+/** kernels/fp8-wgmma.cu: block-FP8 decode GEMMs on wgmma (sm_90a; a warpgroup per 64 rows and K range). */
+export const FP8_WG = kernel({
+  file: 'fp8-wgmma',
+  names: variants(
+    'fp8_wg_',
+    (['b', 'f'] as const).flatMap((o) =>
+      (['1', '2', '4'] as const).map((nf) => `${o}_${nf}` as const),
+    ),
+  ),
+  args: { W: 'ptr', S: 'ptr', G: 'i32', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
+  launch: 'grid (ceil(N/64)), block 128*KS (KS 1..4), dyn smem KS*2*NF*2048',
+});

@@ -155,7 +155,10 @@ export class KernelCache {
  * Kernel files that use instructions of one architecture only (wgmma: sm_90a), compiled for
  * that architecture-specific target; their launchers take them only on that architecture.
  */
-const ARCH_SPECIFIC: Readonly<Record<string, string>> = { 'attention-prefill-wg': 'sm_90' };
+const ARCH_SPECIFIC: Readonly<Record<string, string>> = {
+  'attention-prefill-wg': 'sm_90',
+  'fp8-wgmma': 'sm_90',
+};
 
 /** NVRTC options for an architecture and kernel file (shared with the offline precompile). */
 export function compileOptions(arch: string, file = ''): string[] {
