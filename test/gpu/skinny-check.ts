@@ -45,6 +45,7 @@ const GEMV_TUNES: GemvTune[] = [
   { u: 2, prefetch: true, pipe: true, mt: 2 },
   { u: 0, prefetch: true, pipe: false, w: 4 },
   { u: 2, prefetch: true, pipe: false, mt: 2, w: 2 },
+  { u: 0, prefetch: true, pipe: true, lb: true },
 ];
 
 interface Case {
@@ -141,7 +142,7 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
         for (const S of [1, 3]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S, 8), ref));
       const f32Limit = c.op.kind === 'q8' ? Q8_F32_LIMIT : F32_LIMIT;
       const what = v8
-        ? 'f32, 1/3/7 warps per block, knobs pipe / U=2 / no prefetch / MT=2 / MT=2 U=2 pipe / W=4 / MT=2 W=2'
+        ? 'f32, 1/3/7 warps per block, knobs pipe / U=2 / no prefetch / MT=2 / MT=2 U=2 pipe / W=4 / MT=2 W=2 / pipe LB'
         : `f32, splits 1/3/7${M > 8 ? ', slices of 8 x splits 1/3' : ''}`;
       rows.push(row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} ${what} vs CPU`, worst, f32Limit));
       const a = run(gpu, c, x, M, false);

@@ -49,21 +49,25 @@ export interface GemvTune {
   readonly mt?: number;
   /** Warps per K range, each on its own rows, sharing x through L1 (plain GEMM; 1 when absent). */
   readonly w?: number;
+  /** At most 8 warps per block, up to 255 registers a thread (GV_LB). */
+  readonly lb?: boolean;
 }
 
 /**
- * The knobs matmul runs the kernel with, by measurement (session 12 W3, skinny-bench on one
- * H200, CUDA-graph device ms at MiniMax-M3's decode shapes, plain / tuned): up to 8 tokens two
- * register buffers (M = 8: q_proj 0.0204 / 0.0173, o 0.0220 / 0.0185, down 0.0305 / 0.0269,
- * LM head 0.371 / 0.337; M = 1 within ±5%); 9 to 16 tokens two 16-row tiles per warp with one
- * tile per buffer (M = 16: q 0.0333 / 0.0222, o 0.0334 / 0.0257, gate|up 0.0936 / 0.0552, down
- * 0.0488 / 0.0368); from 17 the plain kernel (two tiles per warp was 20-30% slower at M = 32:
- * 235 registers, 8 warps per SM).
+ * The knobs matmul runs the kernel with, by measurement (skinny-bench on one H200, CUDA-graph
+ * device ms at MiniMax-M3's decode shapes). Session 12 W3 (plain / tuned): up to 8 tokens two
+ * register buffers (M = 8: q_proj 0.0204 / 0.0173, o 0.0220 / 0.0185, down 0.0305 / 0.0269, LM
+ * head 0.371 / 0.337); 9 to 16 two 16-row tiles per warp with one tile per buffer (M = 16: q
+ * 0.0333 / 0.0222, o 0.0334 / 0.0257, gate|up 0.0936 / 0.0552, down 0.0488 / 0.0368). W11, after
+ * the plain GEMM's x loads lost their per-load select: the plain kernel caught up at 8 and 16
+ * tokens (M = 16 q 0.0207 against 0.0205), and from 17 two buffers at up to 255 registers win
+ * (M = 32, plain / tuned: q 0.0321 / 0.0268, o 0.0325 / 0.0279, gate|up 0.0961 / 0.0736, down
+ * 0.0491 / 0.0409, LM head 0.634 / 0.511).
  */
 export function gemvTuneFor(M: number): GemvTune {
   if (M <= 8) return { u: 0, prefetch: true, pipe: true };
   if (M <= 16) return { u: 2, prefetch: true, pipe: false, mt: 2 };
-  return { u: 0, prefetch: true, pipe: false };
+  return { u: 0, prefetch: true, pipe: true, lb: true };
 }
 
 /** True when the kernel takes the shape. */
@@ -94,7 +98,7 @@ export function fp8Gemv(
   const mt = t.mt ?? 1;
   const wr = t.w ?? 1;
   const blocks = Math.ceil(N / (16 * mt * wr));
-  const maxWarps = mt > 1 ? 8 : 16; // the kernel's launch bounds (GV_MAX_WARPS)
+  const maxWarps = mt > 1 || t.lb ? 8 : 16; // the kernel's launch bounds (GV_MAX_WARPS)
   if (wr > maxWarps) throw new Error(`fp8Gemv: ${wr} warps per K range exceed ${maxWarps}`);
   const ks = Math.max(
     1,
@@ -118,6 +122,7 @@ export function fp8Gemv(
         GV_PIPE: t.pipe ? 1 : 0,
         GV_MT: mt,
         GV_W: wr,
+        GV_LB: t.lb ? 1 : 0,
       },
     },
     { W: w.ptr, S: w.scales, G: w.group, x, M, N, K, out },

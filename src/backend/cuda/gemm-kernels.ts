@@ -109,7 +109,7 @@ export const FP8_GEMV = kernel({
   args: { W: 'ptr', S: 'ptr', G: 'i32', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
   launch:
     'grid (ceil(N/(16*GV_MT*GV_W))), block 32*GV_W*KS (<= 16 warps), dyn smem warps*GV_MT*NF*512 when KS > 1',
-  defines: ['GV_U', 'GV_PF', 'GV_PIPE', 'GV_MT', 'GV_W'],
+  defines: ['GV_U', 'GV_PF', 'GV_PIPE', 'GV_MT', 'GV_W', 'GV_LB'],
   // Streams its first weight tiles while the previous kernel finishes (griddepcontrol).
   overlapsPrevious: true,
 });

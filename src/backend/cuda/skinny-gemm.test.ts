@@ -79,14 +79,14 @@ describe('FP8 decode kernel choice', () => {
 });
 
 describe('v8 knobs matmul runs', () => {
-  it('follow session 12 W3: two buffers to 8 tokens, two 16-row tiles to 16, plain beyond', () => {
+  it('follow session 12 W3/W11: two buffers to 8 tokens, two 16-row tiles to 16, two buffers at 255 registers beyond', () => {
     expect([1, 8, 9, 16, 17, 32].map((m) => gemvTuneFor(m))).toEqual([
       { u: 0, prefetch: true, pipe: true },
       { u: 0, prefetch: true, pipe: true },
       { u: 2, prefetch: true, pipe: false, mt: 2 },
       { u: 2, prefetch: true, pipe: false, mt: 2 },
-      { u: 0, prefetch: true, pipe: false },
-      { u: 0, prefetch: true, pipe: false },
+      { u: 0, prefetch: true, pipe: true, lb: true },
+      { u: 0, prefetch: true, pipe: true, lb: true },
     ]);
   });
 });
