@@ -184,16 +184,11 @@ function fp8Kinds(a: {
     { u: 2, prefetch: true, pipe: false },
     { u: 0, prefetch: false, pipe: false },
     { u: 2, prefetch: true, pipe: false, mt: 2 },
-    { u: 0, prefetch: true, pipe: false, w: 2 },
-    { u: 0, prefetch: true, pipe: false, w: 4 },
-    { u: 0, prefetch: true, pipe: true, w: 4 },
-    { u: 0, prefetch: true, pipe: false, w: 8 },
-    { u: 2, prefetch: true, pipe: false, mt: 2, w: 2 },
     { u: 0, prefetch: true, pipe: false, lb: true },
     { u: 0, prefetch: true, pipe: true, lb: true },
   ] as GemvTune[])
     put(
-      `v8 ${t.pipe ? `pipe U=${t.u || 'default'}` : `U=${t.u || 'default'}`}${t.prefetch ? '' : ' no-prefetch'}${t.mt ? ` MT=${t.mt}` : ''}${t.w ? ` W=${t.w}` : ''}${t.lb ? ' LB' : ''}`,
+      `v8 ${t.pipe ? `pipe U=${t.u || 'default'}` : `U=${t.u || 'default'}`}${t.prefetch ? '' : ' no-prefetch'}${t.mt ? ` MT=${t.mt}` : ''}${t.lb ? ' LB' : ''}`,
       bytes8,
       (i) => fp8Gemv(ctx, o, true, x.ptr, g(i), M, N, K, undefined, t),
     );

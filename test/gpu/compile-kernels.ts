@@ -27,9 +27,9 @@ const VARIANTS: Record<string, Record<string, string | number>[]> = {
   // The MoE tiles (no defines) and gemvTuneFor's three knob sets of the plain GEMM.
   'fp8-gemv': [
     {},
-    { GV_U: 0, GV_PF: 1, GV_PIPE: 1, GV_MT: 1, GV_W: 1, GV_LB: 0 },
-    { GV_U: 2, GV_PF: 1, GV_PIPE: 0, GV_MT: 2, GV_W: 1, GV_LB: 0 },
-    { GV_U: 0, GV_PF: 1, GV_PIPE: 1, GV_MT: 1, GV_W: 1, GV_LB: 1 },
+    { GV_U: 0, GV_PF: 1, GV_PIPE: 1, GV_MT: 1, GV_LB: 0 },
+    { GV_U: 2, GV_PF: 1, GV_PIPE: 0, GV_MT: 2, GV_LB: 0 },
+    { GV_U: 0, GV_PF: 1, GV_PIPE: 1, GV_MT: 1, GV_LB: 1 },
   ],
 };
 

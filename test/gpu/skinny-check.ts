@@ -43,8 +43,6 @@ const GEMV_TUNES: GemvTune[] = [
   { u: 0, prefetch: false, pipe: false },
   { u: 0, prefetch: true, pipe: false, mt: 2 },
   { u: 2, prefetch: true, pipe: true, mt: 2 },
-  { u: 0, prefetch: true, pipe: false, w: 4 },
-  { u: 2, prefetch: true, pipe: false, mt: 2, w: 2 },
   { u: 0, prefetch: true, pipe: true, lb: true },
 ];
 
@@ -131,7 +129,7 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
       for (const S of [1, 3, 7]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S), ref));
       // Token slices of 8 rows (ragged last slice at M = 13, 33), split and not.
       // v8's benchmark knobs (double-buffered registers, 2 tiles per buffer, no L2 prefetch,
-      // two 16-row tiles per warp, warps sharing a K range).
+      // two 16-row tiles per warp, 255 registers).
       if (v8)
         for (const t of GEMV_TUNES) {
           const o = gpu.alloc([M, c.N], 'f32') as CudaTensor;
@@ -142,7 +140,7 @@ export function checkSkinny(cpu: Backend, gpu: CudaBackend): Row[] {
         for (const S of [1, 3]) worst = Math.max(worst, relErr(run(gpu, c, x, M, true, S, 8), ref));
       const f32Limit = c.op.kind === 'q8' ? Q8_F32_LIMIT : F32_LIMIT;
       const what = v8
-        ? 'f32, 1/3/7 warps per block, knobs pipe / U=2 / no prefetch / MT=2 / MT=2 U=2 pipe / W=4 / MT=2 W=2 / pipe LB'
+        ? 'f32, 1/3/7 warps per block, knobs pipe / U=2 / no prefetch / MT=2 / MT=2 U=2 pipe / pipe LB'
         : `f32, splits 1/3/7${M > 8 ? ', slices of 8 x splits 1/3' : ''}`;
       rows.push(row(`skinny ${c.name} M=${M} N=${c.N} K=${c.K} ${what} vs CPU`, worst, f32Limit));
       const a = run(gpu, c, x, M, false);

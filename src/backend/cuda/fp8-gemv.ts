@@ -47,8 +47,6 @@ export interface GemvTune {
   readonly pipe: boolean;
   /** 16-row weight tiles per warp sharing each x load (plain GEMM; 1 when absent). */
   readonly mt?: number;
-  /** Warps per K range, each on its own rows, sharing x through L1 (plain GEMM; 1 when absent). */
-  readonly w?: number;
   /** At most 8 warps per block, up to 255 registers a thread (GV_LB). */
   readonly lb?: boolean;
 }
@@ -96,17 +94,11 @@ export function fp8Gemv(
   const nf = M <= 8 ? 1 : M <= 16 ? 2 : 4;
   const t = tune ?? gemvTuneFor(M);
   const mt = t.mt ?? 1;
-  const wr = t.w ?? 1;
-  const blocks = Math.ceil(N / (16 * mt * wr));
+  const blocks = Math.ceil(N / (16 * mt));
   const maxWarps = mt > 1 || t.lb ? 8 : 16; // the kernel's launch bounds (GV_MAX_WARPS)
-  if (wr > maxWarps) throw new Error(`fp8Gemv: ${wr} warps per K range exceed ${maxWarps}`);
   const ks = Math.max(
     1,
-    Math.min(
-      warps ?? warpsFor(ctx.dev.smCount, blocks * wr, K),
-      Math.floor(maxWarps / wr),
-      K / 128,
-    ),
+    Math.min(warps ?? warpsFor(ctx.dev.smCount, blocks, K), maxWarps, K / 128),
   );
   launchKernel(
     ctx,
@@ -114,14 +106,13 @@ export function fp8Gemv(
     `fp8_gemv_${outF32 ? 'f' : 'b'}_${nf}`,
     {
       grid: [blocks, 1, 1],
-      block: [32 * wr * ks, 1, 1],
-      smem: ks > 1 ? wr * ks * mt * nf * 4 * 32 * 4 : 0,
+      block: [32 * ks, 1, 1],
+      smem: ks > 1 ? ks * mt * nf * 4 * 32 * 4 : 0,
       defines: {
         GV_U: t.u,
         GV_PF: t.prefetch ? 1 : 0,
         GV_PIPE: t.pipe ? 1 : 0,
         GV_MT: mt,
-        GV_W: wr,
         GV_LB: t.lb ? 1 : 0,
       },
     },

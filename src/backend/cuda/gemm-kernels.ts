@@ -108,8 +108,8 @@ export const FP8_GEMV = kernel({
   ),
   args: { W: 'ptr', S: 'ptr', G: 'i32', x: 'ptr', M: 'i32', N: 'i32', K: 'i32', out: 'ptr' },
   launch:
-    'grid (ceil(N/(16*GV_MT*GV_W))), block 32*GV_W*KS (<= 16 warps), dyn smem warps*GV_MT*NF*512 when KS > 1',
-  defines: ['GV_U', 'GV_PF', 'GV_PIPE', 'GV_MT', 'GV_W', 'GV_LB'],
+    'grid (ceil(N/(16*GV_MT))), block 32*KS (KS 1..16, 8 with GV_MT > 1 or GV_LB), dyn smem KS*GV_MT*NF*512 when KS > 1',
+  defines: ['GV_U', 'GV_PF', 'GV_PIPE', 'GV_MT', 'GV_LB'],
   // Streams its first weight tiles while the previous kernel finishes (griddepcontrol).
   overlapsPrevious: true,
 });

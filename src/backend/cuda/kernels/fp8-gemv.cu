@@ -18,10 +18,9 @@
 // Split-K inside the block: warp w of KS = blockDim.x / 32 sums tiles [w*KT/KS, (w+1)*KT/KS);
 // warp 0 adds the KS partials in warp order (deterministic, no workspace, no atomics).
 // Kernels (o = b | f output, NF = 8-token MMA tiles 1 / 2 / 4; BT = 8 * NF):
-//   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/(16*GV_MT*GV_W))), block
-//       32*GV_W*KS (at most GV_MAX_WARPS warps), dyn smem (warps)*GV_MT*NF*4*32*4 bytes when
-//       KS > 1 (else 0); K % 128 == 0, M <= NF*8. Warp wk*GV_W + wr owns GV_MT 16-row tiles
-//       (tile wr of the block) over K range wk of KS.
+//   fp8_gemv_<o>_<NF>(W, S, G, x, M, N, K, out): grid (ceil(N/(16*GV_MT))), block 32*KS
+//       (KS 1..GV_MAX_WARPS), dyn smem KS*GV_MT*NF*4*32*4 bytes when KS > 1 (else 0);
+//       K % 128 == 0, M <= NF*8. Each warp owns GV_MT 16-row tiles over its K range.
 //   fp8_gemv_gu_<BT>(W, S, G, x, perm, Kw, offsets, tileExpert, tileStart, numTiles, D, I, act,
 //       alpha, limit): grid (maxTiles, ceil(I/8)), block 32*KS: act = SwiGLU-OAI(x.gate, x.up)
 //   fp8_gemv_down_<BT>(W, S, G, act, perm, Kw, offsets, tileExpert, tileStart, numTiles, I, D,
@@ -30,8 +29,10 @@
 //   shared expert's T/BT, read the same weight rows at about the same time, from L2 after the
 //   first.)
 // -D GV_U (tiles in flight per warp), GV_PF (L2 prefetch hint), GV_PIPE (double-buffered
-// weight registers), GV_MT (16-row tiles per warp) and GV_W (warps per K range; both plain
-// GEMM only) are knobs: matmul sets them per token count (fp8-gemv.ts gemvTuneFor).
+// weight registers), GV_MT (16-row tiles per warp, plain GEMM only) and GV_LB (launch bounds)
+// are knobs: matmul sets them per token count (fp8-gemv.ts gemvTuneFor). Session 12 also
+// tried and removed warps sharing a K range through L1 and an L1 prefetch of the next tile's x
+// (docs/benchmarks/fp8.md, W5 and W7).
 // Launched to overlap the previous kernel (programmatic dependent launch): the first U tiles
 // of weights and scales are loaded before griddepcontrol.wait, x after it.
 // No host reads, no allocation: graph-capturable. Tested by test/gpu/skinny-check.ts against
@@ -94,13 +95,6 @@ __device__ __forceinline__ void gv_dep_launch() {
 // x fragment load: at 32 token rows a warp otherwise reads 4 bytes of x per weight byte.
 #ifndef GV_MT
 #define GV_MT 1
-#endif
-// GV_W: warps of a block on the same K range, each on its own 16*MT rows (plain GEMM; the MoE
-// modes keep 1). Their x loads hit the same lines at about the same time, so L1 serves all but
-// the first: with one warp per K range, a block reads all of x from L2 for 16 rows (at 32
-// tokens and K = 6,144, 393 KB of x per 98 KB of codes, more than L1 keeps).
-#ifndef GV_W
-#define GV_W 1
 #endif
 // GV_LB 1: at most 8 warps per block, so up to 255 registers (the addresses of x's rows stay
 // in registers instead of being recomputed per load at 32 tokens).
@@ -190,14 +184,11 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
   constexpr int U = GvShape<NF>::U;
   constexpr bool GU = MODE == GV_GU;
   constexpr int MT = MODE == GV_PLAIN ? GV_MT : 1;
-  constexpr int WR = MODE == GV_PLAIN ? GV_W : 1;
-  extern __shared__ float red[];  // KS > 1: [KS][WR][MT][NF*4][32] partial sums
-  // Warp = wk * WR + wr: K range wk of KS, 16*MT-row tile wr of the block's WR.
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, KS = (blockDim.x >> 5) / WR;
-  const int wr = warp % WR, wk = warp / WR;
+  extern __shared__ float red[];  // KS > 1: [KS][MT][NF*4][32] partial sums
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, KS = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int KT = K / 128, Kg = (K + G - 1) / G;
-  const int kt0 = wk * KT / KS, kt1 = (wk + 1) * KT / KS;
+  const int kt0 = warp * KT / KS, kt1 = (warp + 1) * KT / KS;
   long long rowBase = 0;
   int r0 = 0, rEnd = M;
   if (MODE != GV_PLAIN) {
@@ -209,7 +200,7 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
     rEnd = min(r0 + NF * 8, tl.offsets[e + 1]);
     rowBase = (long long)e * (GU ? 2 * N : N);
   }
-  const int n0 = MODE == GV_PLAIN ? (blockIdx.x * WR + wr) * 16 * MT : blockIdx.y * (GU ? 8 : 16);
+  const int n0 = MODE == GV_PLAIN ? blockIdx.x * 16 * MT : blockIdx.y * (GU ? 8 : 16);
   const unsigned char* wa[MT];
   const unsigned char* wb[MT];
   const float* sa[MT];
@@ -294,16 +285,16 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
         for (int q = 0; q < 4; q++)
           red[(((warp * MT + m) * NF + f) * 4 + q) * 32 + lane] = acc[m][f][q];
     __syncthreads();
-    if (wk != 0) return;
+    if (warp != 0) return;
 #pragma unroll
     for (int m = 0; m < MT; m++)
 #pragma unroll
       for (int f = 0; f < NF; f++)
 #pragma unroll
         for (int q = 0; q < 4; q++) {
-          float v = red[(((wr * MT + m) * NF + f) * 4 + q) * 32 + lane];
+          float v = red[((m * NF + f) * 4 + q) * 32 + lane];
           for (int p = 1; p < KS; p++)
-            v += red[((((p * WR + wr) * MT + m) * NF + f) * 4 + q) * 32 + lane];
+            v += red[(((p * MT + m) * NF + f) * 4 + q) * 32 + lane];
           acc[m][f][q] = v;
         }
   }
