@@ -7,6 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadNvrtcOnly } from '../../src/backend/cuda/ffi.js';
+import { gemvDefines, gemvTuneFor } from '../../src/backend/cuda/fp8-gemv.js';
 import {
   compileOptions,
   cubinName,
@@ -24,13 +25,8 @@ const VARIANTS: Record<string, Record<string, string | number>[]> = {
   ],
   'attention-prefill': [{ FA_DH: 128 }],
   'attention-prefill-wg': [{ FA_SPARSE: 0 }],
-  // The MoE tiles (no defines) and gemvTuneFor's three knob sets of the plain GEMM.
-  'fp8-gemv': [
-    {},
-    { GV_U: 0, GV_PF: 1, GV_PIPE: 1, GV_MT: 1, GV_LB: 0 },
-    { GV_U: 2, GV_PF: 1, GV_PIPE: 0, GV_MT: 2, GV_LB: 0 },
-    { GV_U: 0, GV_PF: 1, GV_PIPE: 1, GV_MT: 1, GV_LB: 1 },
-  ],
+  // The MoE tiles (no defines) and the plain GEMM's knob sets matmul uses (1-8, 9-16, 17-32 tokens).
+  'fp8-gemv': [{}, ...[1, 9, 17].map((m) => gemvDefines(gemvTuneFor(m)))],
 };
 
 function arg(name: string): string | undefined {

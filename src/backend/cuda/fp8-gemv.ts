@@ -68,6 +68,23 @@ export function gemvTuneFor(M: number): GemvTune {
   return { u: 0, prefetch: true, pipe: true, lb: true };
 }
 
+/** The plain GEMM's -D values for `t` (fp8Gemv; the offline precompile's variants). */
+export function gemvDefines(t: GemvTune): {
+  GV_U: number;
+  GV_PF: number;
+  GV_PIPE: number;
+  GV_MT: number;
+  GV_LB: number;
+} {
+  return {
+    GV_U: t.u,
+    GV_PF: t.prefetch ? 1 : 0,
+    GV_PIPE: t.pipe ? 1 : 0,
+    GV_MT: t.mt ?? 1,
+    GV_LB: t.lb ? 1 : 0,
+  };
+}
+
 /** True when the kernel takes the shape. */
 export function gemvFits(M: number, K: number, group: number): boolean {
   return M >= 1 && M <= GEMV_MAX_M && K % 128 === 0 && group % 128 === 0;
@@ -108,13 +125,7 @@ export function fp8Gemv(
       grid: [blocks, 1, 1],
       block: [32 * ks, 1, 1],
       smem: ks > 1 ? ks * mt * nf * 4 * 32 * 4 : 0,
-      defines: {
-        GV_U: t.u,
-        GV_PF: t.prefetch ? 1 : 0,
-        GV_PIPE: t.pipe ? 1 : 0,
-        GV_MT: mt,
-        GV_LB: t.lb ? 1 : 0,
-      },
+      defines: gemvDefines(t),
     },
     { W: w.ptr, S: w.scales, G: w.group, x, M, N, K, out },
   );

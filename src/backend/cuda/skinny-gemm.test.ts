@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gemvTuneFor, gemvWarps } from './fp8-gemv.js';
+import { gemvDefines, gemvTuneFor, gemvWarps } from './fp8-gemv.js';
 import { fp8DenseKernel, fp8MoeKernel, skinnySliceRows, skinnySplits } from './skinny-gemm.js';
 
 // H200: 132 SMs. Shapes of MiniMax-M3's decode GEMMs ([N, K]).
@@ -88,5 +88,15 @@ describe('v8 knobs matmul runs', () => {
       { u: 0, prefetch: true, pipe: true, lb: true },
       { u: 0, prefetch: true, pipe: true, lb: true },
     ]);
+  });
+  it('become the kernel defines the precompile also builds', () => {
+    expect(gemvDefines(gemvTuneFor(17))).toEqual({
+      GV_U: 0,
+      GV_PF: 1,
+      GV_PIPE: 1,
+      GV_MT: 1,
+      GV_LB: 1,
+    });
+    expect(gemvDefines(gemvTuneFor(16)).GV_MT).toBe(2);
   });
 });
