@@ -56,6 +56,16 @@ const CHUNKS_PER_THREAD = 4;
 const MIN_WAKE_FLOPS = 4_000_000;
 
 /**
+ * Flops a byte of KV (or index key) cache rows counts for in the work of attention and MSA
+ * selection, whose time goes to reading those rows, not to their few flops per byte: measured
+ * at decode B=32 ctx 256, a sparse layer's attention (2.1 MFLOP, 2.1 MB of K and V rows) and
+ * MSA selection (2.1 MFLOP, 2.1 MB of index keys) each took ~350 µs on one thread, what
+ * ~17 MFLOP of matmul take, yet by their flops they stayed under MIN_WAKE_FLOPS, on the
+ * caller alone. 4 (not the measured ~8) keeps a B=1 step's cached rows under it.
+ */
+const FLOPS_PER_CACHE_BYTE = 4;
+
+/**
  * From this many bytes of K and V in a step's sequences (beyond half of a 2 MB L2) attention
  * units touch their rows before reading them (attention.wat's $touch): the rows then come
  * from DRAM or L3 many lines at a time. Below it they are mostly cached (a prefill of 512
@@ -290,8 +300,10 @@ export class CpuKernels {
     const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
     const blistLen = (maxBlocks + 1 + 3) & ~3; // + the touch result (attention.wat)
     const keysLen = (maxKeys + 8 + 3) & ~3;
-    const flops = 4 * a.headDim * a.numHeads * T * maxKeys;
-    const chunks = this.chunksFor(flops);
+    // flops, plus the K and V rows each (token, KV head) reads, FLOPS_PER_CACHE_BYTE each
+    const cache = FLOPS_PER_CACHE_BYTE * 8 * a.headDim * a.numKvHeads * T * maxKeys;
+    const work = 4 * a.headDim * a.numHeads * T * maxKeys + cache;
+    const chunks = this.chunksFor(work);
     // Dense with tokens enough for every chunk: a unit takes all KV groups of its token (one
     // pass touches whole cache rows), else one (token, group).
     const gpu = a.blocks === null && a.numKvHeads > 1 && T >= chunks ? a.numKvHeads : 1;
@@ -307,7 +319,7 @@ export class CpuKernels {
         this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
         a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, sp, sp + keysLen * 4, gpu, touch]);
     }
-    this.run(rows, flops);
+    this.run(rows, work);
   }
 
   /** MSA block selection; see Backend.msaSelect. */
@@ -327,12 +339,14 @@ export class CpuKernels {
     this.tables.fill(batch, layout);
     const T = layout.numTokens;
     const maxPos = this.tables.maxPos;
-    const flops = 2 * o.indexDim * o.numIndexHeads * T * (maxPos + 1);
+    // flops, plus the index keys each token reads (once for all its heads)
+    const keys = T * (maxPos + 1);
+    const work = (2 * o.numIndexHeads + FLOPS_PER_CACHE_BYTE * 4) * o.indexDim * keys;
     // prettier-ignore
     const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: idxK.byteOffset,
-      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(flops), this.scratch, this.msaScores);
-    const small = flops < this.minWakeFlops; // the follow-up jobs stay where the first ran
-    jobs.forEach((rows, i) => this.run(rows, i === 0 ? flops : 0, i === 0, small));
+      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(work), this.scratch, this.msaScores);
+    const small = work < this.minWakeFlops; // the follow-up jobs stay where the first ran
+    jobs.forEach((rows, i) => this.run(rows, i === 0 ? work : 0, i === 0, small));
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
