@@ -54,6 +54,14 @@ const CHUNKS_PER_THREAD = 4;
  * 6–9: a spinning worker takes CPU time from its own caller there.)
  */
 const MIN_WAKE_FLOPS = 4_000_000;
+/**
+ * From this many flops a job is split onto workers that are awake (spinning after a job),
+ * without waking sleeping ones; below it, it runs on the caller always. Decode B=32 has many
+ * jobs of 1–4 MFLOP (the shared expert, the experts' down projections: 30–110 µs on one
+ * thread) between larger ones that keep the workers awake; no job of a B=1 step (its largest
+ * the LM head, 1.6 MFLOP here) wakes them, so they sleep through B=1 and its jobs stay whole.
+ */
+const MIN_SPLIT_FLOPS = 1_000_000;
 
 /**
  * Flops a byte of KV (or index key) cache rows counts for in the work of attention and MSA
@@ -139,6 +147,7 @@ export class CpuKernels {
   private readonly msaScores = new HeapScratch(this.heap);
   private readonly minParallelFlops: number;
   private readonly minWakeFlops: number;
+  private readonly minSplitFlops: number;
   private readonly touchMinBytes: number;
   private readonly zeroFn: (p: number, bytes: number) => void;
   private readonly mode: ThreadMode;
@@ -146,6 +155,7 @@ export class CpuKernels {
   constructor(o: CpuKernelsOptions = {}) {
     this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
     this.minWakeFlops = o.minWakeFlops ?? o.minParallelFlops ?? MIN_WAKE_FLOPS;
+    this.minSplitFlops = Math.min(MIN_SPLIT_FLOPS, this.minWakeFlops);
     this.touchMinBytes = o.attentionTouchMinBytes ?? TOUCH_MIN_BYTES;
     const threads = o.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
@@ -345,8 +355,8 @@ export class CpuKernels {
     // prettier-ignore
     const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: idxK.byteOffset,
       meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(work), this.scratch, this.msaScores);
-    const small = work < this.minWakeFlops; // the follow-up jobs stay where the first ran
-    jobs.forEach((rows, i) => this.run(rows, i === 0 ? work : 0, i === 0, small));
+    // the follow-up job (one msa_pick) runs on the caller
+    jobs.forEach((rows, i) => this.run(rows, i === 0 ? work : 0));
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
@@ -411,18 +421,15 @@ export class CpuKernels {
 
   /**
    * One pool job of `flops`: one that could be split runs threaded or on the caller as
-   * ThreadMode chooses, and is timed for it. `wake` false: never wake sleeping workers.
-   * A job of fewer than minWakeFlops (`small`; by default judged by its own flops) runs on
-   * the caller even when workers are awake: a worker still spinning after a large job took
-   * every small job posted within its spin window, so it never slept and decode B=1 ran
-   * split (this process's CPU time above wall time) though no B=1 job reaches minWakeFlops.
+   * ThreadMode chooses, and is timed for it. A job of minWakeFlops wakes sleeping workers;
+   * one of minSplitFlops uses only awake ones; a smaller one runs on the caller even when
+   * workers are awake: a worker still spinning after a large job took every small job posted
+   * within its spin window, so it never slept and decode B=1 ran split (this process's CPU
+   * time above wall time) though no B=1 job reaches minWakeFlops.
    */
-  private run(
-    rows: readonly Row[],
-    flops: number,
-    wake = true,
-    small = wake && flops < this.minWakeFlops,
-  ): void {
+  private run(rows: readonly Row[], flops: number): void {
+    const wake = flops >= this.minWakeFlops;
+    const small = flops < this.minSplitFlops;
     if (rows.length <= 1 || this.threads === 1) return this.pool.run(rows, false);
     if (small) return this.pool.run(rows, false, true);
     const threaded = this.mode.threaded;
