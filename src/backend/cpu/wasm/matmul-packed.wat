@@ -13,6 +13,21 @@
 ;; src/backend/cpu/wasm/wasm-packed.test.ts.
 (module
   (import "env" "memory" (memory 1 65536 shared))
+  ;; the xor of the lines $touch loaded: written so the loads are kept, never read
+  (global $sink (mut i32) (i32.const 0))
+
+  ;; One i32 load of every 64-byte line of [p, end): a panel's weights, before its tiles read
+  ;; them. Weights come from L3 at decode (a step reads each once); the tiles' loads, a few
+  ;; between many multiply-adds, leave few misses in flight, this loop many.
+  (func $touch (param $p i32) (param $end i32)
+    (local $acc i32)
+    (block $done
+      (loop $line
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $acc (i32.xor (local.get $acc) (i32.load (local.get $p))))
+        (local.set $p (i32.add (local.get $p) (i32.const 64)))
+        (br $line)))
+    (global.set $sink (i32.xor (global.get $sink) (local.get $acc))))
 
   ;; 4 rows × 8 columns (one panel block): 8 accumulators, the block's 8 weights of each k
   ;; in two vectors, x[i][k] broadcast. $op: out[i][j], $xp: x row i, $wp: the block, $ws:
@@ -276,6 +291,10 @@
         (br_if $panels_done (i32.ge_u (local.get $j0) (local.get $N)))
         (local.set $j1 (select (i32.add (local.get $j0) (local.get $P)) (local.get $N)
           (i32.lt_u (i32.add (local.get $j0) (local.get $P)) (local.get $N))))
+        ;; from 4 rows (a GEMV's one pass over the weights streams; touching it costs a pass)
+        (if (i32.ge_u (local.get $M) (i32.const 4))
+          (then (call $touch (i32.add (local.get $w) (i32.mul (local.get $j0) (local.get $KW)))
+            (i32.add (local.get $w) (i32.mul (local.get $j1) (local.get $KW))))))
         (local.set $i (i32.const 0))
         (block $big_done
           (loop $big
