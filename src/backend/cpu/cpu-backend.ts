@@ -119,12 +119,14 @@ export class CpuBackend implements Backend {
     return this.kernels.heap.inUse;
   }
 
+  // A copy by the constructor: slice() of a view of shared memory took twice as long (the
+  // decode B=32 logits, 393 KB: 119 against 60 µs).
   readF32(t: Tensor): Float32Array {
-    return f32(t, 'readF32').slice();
+    return new Float32Array(f32(t, 'readF32'));
   }
 
   readI32(t: Tensor): Int32Array {
-    return i32(t, 'readI32').slice();
+    return new Int32Array(i32(t, 'readI32'));
   }
 
   free(t: Tensor): void {
