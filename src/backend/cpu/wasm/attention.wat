@@ -14,6 +14,8 @@
 ;; Tested by src/backend/cpu/wasm/wasm-attention.test.ts against the float64 JS kernels.
 (module
   (import "env" "memory" (memory 1 65536 shared))
+  ;; the xor of the lines $touchKeys loaded: written so the loads are kept, never read
+  (global $sink (mut i32) (i32.const 0))
 
   ;; (l0 + l2) + (l1 + l3)
   (func $hsum (param $c v128) (result f32)
@@ -521,6 +523,31 @@
         (local.set $u (i32.add (local.get $u) (local.get $ustep)))
         (br $unit))))
 
+;; One i32 load of every 64-byte line of the index keys of blocks [b0, b1) (the visible rows
+;; of each: contiguous in its page), before $msaScores reads them: their misses issue many at
+;; a time (a block is one 4 KB page, too short for the prefetchers to ramp up). The loads'
+;; xor goes to $sink, never read.
+  (func $touchKeys (param $kc i32) (param $pt i32) (param $pos i32) (param $S i32) (param $Di4 i32)
+      (param $b0 i32) (param $b1 i32)
+    (local $b i32) (local $p i32) (local $end i32) (local $acc i32)
+    (local.set $b (local.get $b0))
+    (block $blocks_done
+      (loop $block
+        (br_if $blocks_done (i32.ge_u (local.get $b) (local.get $b1)))
+        (local.set $p (i32.add (local.get $kc) (i32.mul (local.get $Di4)
+          (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
+        (local.set $end (i32.add (local.get $p) (i32.mul (local.get $Di4)
+          (call $blockLen (local.get $b) (local.get $pos) (local.get $S)))))
+        (block $lines_done
+          (loop $line
+            (br_if $lines_done (i32.ge_u (local.get $p) (local.get $end)))
+            (local.set $acc (i32.xor (local.get $acc) (i32.load (local.get $p))))
+            (local.set $p (i32.add (local.get $p) (i32.const 64)))
+            (br $line)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (global.set $sink (i32.xor (global.get $sink) (local.get $acc))))
+
 ;; MSA block scores of one token: out[h*nbs + b] = max over the visible keys j of block b
   ;; (b0 <= b < b1) of q_h * idxK[j], for index heads h < Hi. q [Hi*Di] at qp; idxK [P, S, Di].
   ;; Heads go in pairs through $dot4x2 (each key vector loaded once for both; scale 1, exact),
@@ -533,6 +560,8 @@
     (local $Di4 i32) (local $qh i32) (local $best v128) (local $best1 v128) (local $s f32) (local $s1 f32)
     (local $op i32)
     (local.set $Di4 (i32.shl (local.get $Di) (i32.const 2)))
+    (call $touchKeys (local.get $kc) (local.get $pt) (local.get $pos) (local.get $S) (local.get $Di4)
+      (local.get $b0) (local.get $b1))
     (local.set $b (local.get $b0))
     (block $blocks_done
       (loop $block
