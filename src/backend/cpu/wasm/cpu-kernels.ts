@@ -97,9 +97,9 @@ export interface CpuKernelsOptions {
    */
   readonly minParallelFlops?: number;
   /**
-   * Kernels of fewer flops run on the caller alone, awake workers or not (default 4M when
-   * minParallelFlops is not set, else minParallelFlops, so tests that split every kernel also
-   * wake the workers).
+   * Kernels of fewer flops never wake sleeping workers (default 4M when minParallelFlops is
+   * not set, else minParallelFlops, so tests that split every kernel also wake the workers);
+   * from MIN_SPLIT_FLOPS (or this, if less) they use workers that are awake.
    */
   readonly minWakeFlops?: number;
   /**
