@@ -32,7 +32,7 @@ import type { MoeGemmPath } from '../src/backend/cuda/moe-expert-gemm.js';
 import type { ExpertWeights } from '../src/backend/backend.js';
 import type { Tensor } from '../src/tensor/tensor.js';
 import { timeGraphMs } from './graph-time.js';
-import { fp8Wgmma, wg8Warpgroups } from '../src/backend/cuda/fp8-wgmma.js';
+import { fp8Wgmma, wg8Fits, wg8Warpgroups } from '../src/backend/cuda/fp8-wgmma.js';
 import { w8a8Matmul, w8a8QuantizeX } from '../src/backend/cuda/fp8-w8a8.js';
 import { ltFor } from '../src/backend/cuda/lt-fp8-gemm.js';
 import { median, randArray } from '../test/gpu/check-util.js';
@@ -167,11 +167,14 @@ function fp8Kinds(a: {
       skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'h8'), M, N, K, S),
     );
   if (M > GEMV_MAX_M) return;
-  const g8 = (i: number) => ({ ptr: w8[i]!.ptr, scales: w8[i]!.scales.ptr, group: 128 });
-  r['wg8 warpgroups'] = wg8Warpgroups(ctx.dev.smCount, N, K);
-  put('wg8 fp8', bytes8, (i) => fp8Wgmma(ctx, o, true, x.ptr, g8(i), M, N, K));
-  for (const ks of [1, 2, 4])
-    put(`wg8 warpgroups=${ks}`, bytes8, (i) => fp8Wgmma(ctx, o, true, x.ptr, g8(i), M, N, K, ks));
+  // The wgmma kernel only where it runs (sm_90): elsewhere fp8Wgmma declines and a row would time nothing.
+  if (wg8Fits(ctx, M, K, 128)) {
+    const g8 = (i: number) => ({ ptr: w8[i]!.ptr, scales: w8[i]!.scales.ptr, group: 128 });
+    r['wg8 warpgroups'] = wg8Warpgroups(ctx.dev.smCount, N, K);
+    put('wg8 fp8', bytes8, (i) => fp8Wgmma(ctx, o, true, x.ptr, g8(i), M, N, K));
+    for (const ks of [1, 2, 4])
+      put(`wg8 warpgroups=${ks}`, bytes8, (i) => fp8Wgmma(ctx, o, true, x.ptr, g8(i), M, N, K, ks));
+  }
   r['v8 warps'] = gemvWarps(ctx.dev.smCount, N, K);
   put('v8 fp8', bytes8, (i) => skinnyGemm(ctx, o, true, x.ptr, fp8Operand(w8[i]!, 'v8'), M, N, K));
   for (const ks of v8Warps)

@@ -20,15 +20,11 @@ const F32_LIMIT = 1e-4;
 const BF16_LIMIT = 1e-2;
 
 export function checkWgmmaGemm(cpu: Backend, gpu: CudaBackend): Row[] {
-  if (gpu.dev.arch !== 'sm_90')
-    return [
-      {
-        check: `wgmma FP8 GEMM: not an sm_90 device (${gpu.dev.arch})`,
-        value: '-',
-        limit: '-',
-        pass: true,
-      },
-    ];
+  if (gpu.dev.arch !== 'sm_90') {
+    // The kernel is compiled for sm_90a only and fp8Wgmma declines elsewhere: no rows, not a pass.
+    console.log(`wgmma FP8 GEMM: skipped, ${gpu.dev.arch} is not sm_90`);
+    return [];
+  }
   const rows: Row[] = [];
   const N = 1000;
   for (const K of [1024, 6144]) {

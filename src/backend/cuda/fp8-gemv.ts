@@ -33,9 +33,17 @@ export function gemvWarps(smCount: number, N: number, K: number): number {
 }
 
 function warpsFor(smCount: number, blocks: number, K: number): number {
-  const slots = smCount * WARPS_PER_SM;
+  return kRangesPerBlock(smCount * WARPS_PER_SM, blocks, 16, K);
+}
+
+/**
+ * K ranges per block for a split-K decode GEMM of `blocks` row blocks: as many as fill `slots`
+ * (resident K-range workers on the GPU) in one wave, at most `cap` and one 128-input tile per
+ * range; 1 when the blocks alone fill the slots. fp8-wgmma.ts shares it (warpgroups as workers).
+ */
+export function kRangesPerBlock(slots: number, blocks: number, cap: number, K: number): number {
   if (blocks >= slots) return 1;
-  return Math.max(1, Math.min(Math.floor(slots / blocks), 16, K / 128));
+  return Math.max(1, Math.min(Math.floor(slots / blocks), cap, K / 128));
 }
 
 /** Benchmark knobs (kernel defines GV_U, GV_PF, GV_PIPE). */
@@ -63,27 +71,31 @@ export interface GemvTune {
  * 0.0491 / 0.0409, LM head 0.634 / 0.511).
  */
 export function gemvTuneFor(M: number): GemvTune {
-  if (M <= 8) return { u: 0, prefetch: true, pipe: true };
-  if (M <= 16) return { u: 2, prefetch: true, pipe: false, mt: 2 };
-  return { u: 0, prefetch: true, pipe: true, lb: true };
+  return M <= 8 ? TUNE_TO_8 : M <= 16 ? TUNE_TO_16 : TUNE_TO_32;
 }
+// One object each, so that their defines (gemvDefines) are made once and the kernel cache's
+// per-defines key is computed once, not at every launch.
+const TUNE_TO_8: GemvTune = { u: 0, prefetch: true, pipe: true };
+const TUNE_TO_16: GemvTune = { u: 2, prefetch: true, pipe: false, mt: 2 };
+const TUNE_TO_32: GemvTune = { u: 0, prefetch: true, pipe: true, lb: true };
 
-/** The plain GEMM's -D values for `t` (fp8Gemv; the offline precompile's variants). */
-export function gemvDefines(t: GemvTune): {
-  GV_U: number;
-  GV_PF: number;
-  GV_PIPE: number;
-  GV_MT: number;
-  GV_LB: number;
-} {
-  return {
-    GV_U: t.u,
-    GV_PF: t.prefetch ? 1 : 0,
-    GV_PIPE: t.pipe ? 1 : 0,
-    GV_MT: t.mt ?? 1,
-    GV_LB: t.lb ? 1 : 0,
-  };
+/** The plain GEMM's -D values for `t` (fp8Gemv; the offline precompile's variants), one object per tune. */
+export function gemvDefines(t: GemvTune): GemvDefines {
+  let d = definesOf.get(t);
+  if (!d) {
+    d = {
+      GV_U: t.u,
+      GV_PF: t.prefetch ? 1 : 0,
+      GV_PIPE: t.pipe ? 1 : 0,
+      GV_MT: t.mt ?? 1,
+      GV_LB: t.lb ? 1 : 0,
+    };
+    definesOf.set(t, d);
+  }
+  return d;
 }
+type GemvDefines = Readonly<Record<'GV_U' | 'GV_PF' | 'GV_PIPE' | 'GV_MT' | 'GV_LB', number>>;
+const definesOf = new WeakMap<GemvTune, GemvDefines>();
 
 /** True when the kernel takes the shape. */
 export function gemvFits(M: number, K: number, group: number): boolean {

@@ -5,7 +5,7 @@
  * file is compiled for sm_90a).
  */
 import { FP8_WG } from './gemm-kernels.js';
-import type { GemvOperand } from './fp8-gemv.js';
+import { kRangesPerBlock, type GemvOperand } from './fp8-gemv.js';
 import { launchKernel } from './kernel-launch.js';
 import type { OpContext } from './op-context.js';
 
@@ -26,10 +26,7 @@ export function wg8Fits(ctx: OpContext, M: number, K: number, group: number): bo
  * tile per warpgroup.
  */
 export function wg8Warpgroups(smCount: number, N: number, K: number): number {
-  const blocks = Math.ceil(N / 64);
-  const slots = smCount * WARPGROUPS_PER_SM;
-  if (blocks >= slots) return 1;
-  return Math.max(1, Math.min(Math.floor(slots / blocks), WARPGROUPS_PER_SM, K / 128));
+  return kRangesPerBlock(smCount * WARPGROUPS_PER_SM, Math.ceil(N / 64), WARPGROUPS_PER_SM, K);
 }
 
 /**

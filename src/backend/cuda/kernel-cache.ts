@@ -52,6 +52,9 @@ export interface CompileStats {
   compileMs: number;
 }
 
+/** The defines of a launch that has none (one object: defineFlags keeps its flags once). */
+const NO_DEFINES: Readonly<Record<string, string | number>> = {};
+
 export class KernelCache {
   private readonly modules = new Map<string, unknown>();
   private readonly functions = new Map<string, KernelFn>();
@@ -81,15 +84,29 @@ export class KernelCache {
     this.nvrtcVersion = `${maj[0]}.${min[0]}`;
   }
 
+  /**
+   * `defines` as sorted -DKEY=VALUE flags, kept per defines object: a launcher that passes the
+   * same object every launch (fp8-gemv.ts's tunes) pays for the sort once.
+   */
+  private defineFlags(defines: Readonly<Record<string, string | number>>): string[] {
+    let f = this.flagsOf.get(defines);
+    if (!f) {
+      f = Object.entries(defines)
+        .map(([k, v]) => `-D${k}=${v}`)
+        .sort();
+      this.flagsOf.set(defines, f);
+    }
+    return f;
+  }
+  private readonly flagsOf = new WeakMap<object, string[]>();
+
   /** The kernel `name` from `kernels/<file>.cu`, compiled with `defines` (-DKEY=VALUE). */
   fn(
     file: string,
     name: string,
-    defines: Readonly<Record<string, string | number>> = {},
+    defines: Readonly<Record<string, string | number>> = NO_DEFINES,
   ): KernelFn {
-    const defs = Object.entries(defines)
-      .map(([k, v]) => `-D${k}=${v}`)
-      .sort();
+    const defs = this.defineFlags(defines);
     const key = `${file}:${defs.join(' ')}:${name}`;
     const hit = this.functions.get(key);
     if (hit) return hit;

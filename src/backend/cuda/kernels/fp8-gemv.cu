@@ -43,24 +43,6 @@
 #include "fp8.cuh"
 
 
-__device__ __forceinline__ unsigned gv_prmt(unsigned a, unsigned sel) {
-  unsigned d;
-  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(a), "r"(sel));
-  return d;
-}
-__device__ __forceinline__ unsigned gv_bf2_fma(unsigned a, unsigned b, unsigned c) {
-  unsigned d;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-/** Codes 0,1 (lo) and 2,3 (hi) of w as bf16 pairs of their values (bit placement, exact). */
-__device__ __forceinline__ void gv_widen(unsigned w, unsigned& lo, unsigned& hi) {
-  const unsigned a = gv_prmt(w, 0x1404u), b = gv_prmt(w, 0x3424u);
-  lo = (a & 0x80008000u) | ((a >> 4) & 0x07f007f0u);
-  hi = (b & 0x80008000u) | ((b >> 4) & 0x07f007f0u);
-  lo = gv_bf2_fma(lo, 0x7b807b80u, 0x80008000u);  // x 2^120 (exact), + -0
-  hi = gv_bf2_fma(hi, 0x7b807b80u, 0x80008000u);
-}
 /** 16 weight codes, streamed: not kept in L1, L2 asked to fetch the 256 bytes around them. */
 __device__ __forceinline__ uint4 gv_ld_stream(const unsigned char* p) {
   uint4 v;
@@ -141,8 +123,8 @@ __device__ __forceinline__ void gv_tile(float (*acc)[NF][4], const uint4 (*w)[2]
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         unsigned a[4];
-        gv_widen(v0[j], a[0], a[2]);
-        gv_widen(v1[j], a[1], a[3]);
+        e4m3x4_widen_bf16(v0[j], a[0], a[2]);
+        e4m3x4_widen_bf16(v1[j], a[1], a[3]);
 #pragma unroll
         for (int f = 0; f < NF; f++) {
           const uint4 xq = xv[f][j >> 1];

@@ -34,28 +34,10 @@
 // the CPU backend on the same quantized weights (ragged M and N, KS 1 / 3 / automatic, f32 and
 // bf16 out) and a repeated launch bit for bit.
 #include "common.cuh"
+#include "fp8.cuh"
 
 namespace {
 
-__device__ __forceinline__ unsigned wg8_prmt(unsigned a, unsigned sel) {
-  unsigned d;
-  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(d) : "r"(a), "r"(sel));
-  return d;
-}
-__device__ __forceinline__ unsigned wg8_bf2_fma(unsigned a, unsigned b, unsigned c) {
-  unsigned d;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-// Codes 0,1 (lo) and 2,3 (hi) of w as bf16 pairs of their values: fp8-gemv.cu's gv_widen (a
-// copy: every .cuh header is hashed into every kernel's cubin name).
-__device__ __forceinline__ void wg8_widen(unsigned w, unsigned& lo, unsigned& hi) {
-  const unsigned a = wg8_prmt(w, 0x1404u), b = wg8_prmt(w, 0x3424u);
-  lo = (a & 0x80008000u) | ((a >> 4) & 0x07f007f0u);
-  hi = (b & 0x80008000u) | ((b >> 4) & 0x07f007f0u);
-  lo = wg8_bf2_fma(lo, 0x7b807b80u, 0x80008000u);  // x 2^120 (exact), + -0
-  hi = wg8_bf2_fma(hi, 0x7b807b80u, 0x80008000u);
-}
 __device__ __forceinline__ uint4 wg8_ld_stream(const unsigned char* p) {
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -205,8 +187,8 @@ __device__ void fp8_wg(const unsigned char* __restrict__ W, const float* __restr
       const unsigned v1[4] = {c.w[h][1].x, c.w[h][1].y, c.w[h][1].z, c.w[h][1].w};
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        wg8_widen(v0[j], a[4 * h + j][0], a[4 * h + j][2]);
-        wg8_widen(v1[j], a[4 * h + j][1], a[4 * h + j][3]);
+        e4m3x4_widen_bf16(v0[j], a[4 * h + j][0], a[4 * h + j][2]);
+        e4m3x4_widen_bf16(v1[j], a[4 * h + j][1], a[4 * h + j][3]);
       }
     }
     const float s0 = c.sa, s1 = c.sb;

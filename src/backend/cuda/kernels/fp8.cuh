@@ -53,3 +53,17 @@ __device__ __forceinline__ uint4 ld8_bf16(const e4m3_t* p) {
   widen4(c.y, 1.f, &r.z);
   return r;
 }
+/**
+ * Codes 0,1 (lo) and 2,3 (hi) of w as bf16 pairs of their values, exact: the bits placed into
+ * bf16's (value x 2^-120), then one bf16x2 FMA by 2^120 (+ -0). The decode GEMMs' widening
+ * (fp8-gemv.cu, fp8-wgmma.cu).
+ */
+__device__ __forceinline__ void e4m3x4_widen_bf16(unsigned w, unsigned& lo, unsigned& hi) {
+  unsigned a, b;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(a) : "r"(w), "r"(0x1404u));
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(b) : "r"(w), "r"(0x3424u));
+  lo = (a & 0x80008000u) | ((a >> 4) & 0x07f007f0u);
+  hi = (b & 0x80008000u) | ((b >> 4) & 0x07f007f0u);
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(lo) : "r"(lo), "r"(0x7b807b80u), "r"(0x80008000u));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(hi) : "r"(hi), "r"(0x7b807b80u), "r"(0x80008000u));
+}
