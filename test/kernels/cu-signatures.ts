@@ -13,6 +13,8 @@ export interface CuKernel {
   readonly name: string;
   /** [parameter name, type] in order. */
   readonly params: readonly (readonly [string, ArgType])[];
+  /** The body between its braces, macros expanded, comments removed. */
+  readonly body: string;
 }
 
 interface Macro {
@@ -107,19 +109,42 @@ function param(p: string, kernel: string): readonly [string, ArgType] {
   return [m[2]!, t];
 }
 
-export function cuKernels(dir: string, file: string): CuKernel[] {
+/**
+ * Index of the brace that closes the one at `open`, or the end of the text: both branches of an
+ * `#if` stay in the text, so a file's braces need not balance.
+ */
+export function closingBrace(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    if (text[i] === '{') depth++;
+    else if (text[i] === '}' && --depth === 0) return i;
+  }
+  return text.length;
+}
+
+/** The file's text with comments removed and its macros (and its headers' macros) expanded. */
+export function cuSource(dir: string, file: string): string {
   const macros = new Map<string, Macro>();
-  let text = clean(readFileSync(join(dir, `${file}.cu`), 'utf8'));
+  const text = clean(readFileSync(join(dir, `${file}.cu`), 'utf8'));
   for (const [, inc] of text.matchAll(/#\s*include\s+"([^"]+)"/g))
     takeMacros(clean(readFileSync(join(dir, inc!), 'utf8')), macros);
-  text = expand(takeMacros(text, macros), macros);
+  return expand(takeMacros(text, macros), macros);
+}
+
+export function cuKernels(dir: string, file: string): CuKernel[] {
+  const text = cuSource(dir, file);
   const sig =
     /extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)/g;
-  return [...text.matchAll(sig)].map(([, name, params]) => ({
-    name: name!,
-    params: params!
-      .split(',')
-      .filter((p) => p.trim() !== '')
-      .map((p) => param(p, name!)),
-  }));
+  return [...text.matchAll(sig)].map((m) => {
+    const [whole, name, params] = m;
+    const open = text.indexOf('{', m.index + whole.length);
+    return {
+      name: name!,
+      params: params!
+        .split(',')
+        .filter((p) => p.trim() !== '')
+        .map((p) => param(p, name!)),
+      body: text.slice(open + 1, closingBrace(text, open)),
+    };
+  });
 }

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { KernelDecl } from '../../src/backend/cuda/kernel-decl.js';
 import * as TABLE from '../../src/backend/cuda/kernel-table.js';
-import { cuKernels, type CuKernel } from './cu-signatures.js';
+import { closingBrace, cuKernels, cuSource, type CuKernel } from './cu-signatures.js';
 
 // The typed kernel boundary, checked at build time without a GPU: every declaration in
 // kernel-table.ts names kernels that exist in its .cu file with the same parameters (names,
@@ -19,6 +19,33 @@ const FILES = readdirSync(KERNEL_DIR)
 const SOURCE = new Map<string, Map<string, CuKernel>>(
   FILES.map((f) => [f, new Map(cuKernels(KERNEL_DIR, f).map((k) => [k.name, k]))]),
 );
+
+const WAIT = /\bgrid_dep_wait\s*\(/;
+
+/**
+ * Whether a kernel of `file` reaches griddepcontrol.wait: its body calls grid_dep_wait,
+ * directly or through device functions of the file that do.
+ */
+function waitsForPrevious(file: string, kernel: CuKernel): boolean {
+  const text = cuSource(KERNEL_DIR, file);
+  const fns = new Map<string, string>();
+  for (const m of text.matchAll(/__device__[^;{}]*?\b(\w+)\s*\([^;{}]*\)\s*\{/g)) {
+    const open = m.index + m[0].length - 1;
+    fns.set(m[1]!, text.slice(open, closingBrace(text, open)));
+  }
+  const waiting = new Set([...fns].filter(([, b]) => WAIT.test(b)).map(([n]) => n));
+  const calls = (body: string): boolean =>
+    WAIT.test(body) || [...waiting].some((n) => new RegExp(`\\b${n}\\s*[<(]`).test(body));
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [n, b] of fns)
+      if (!waiting.has(n) && calls(b)) {
+        waiting.add(n);
+        grew = true;
+      }
+  }
+  return calls(kernel.body);
+}
 
 describe('kernel declarations against the .cu sources', () => {
   it('reads the macro-made kernels of every file', () => {
@@ -43,6 +70,26 @@ describe('kernel declarations against the .cu sources', () => {
       expect(k!.params, `${name}'s parameters`).toEqual(want);
     }
     expect(d.sig).toHaveLength(want.length);
+  });
+
+  // Programmatic dependent launch: a kernel launched to overlap the previous one must wait for
+  // it before touching what it writes, or it races with it (kernel-decl.ts overlapsPrevious).
+  it.each(DECLS.filter(([, d]) => d.overlapsPrevious))(
+    '%s, launched to overlap the previous kernel, waits for it',
+    (_, d) => {
+      for (const name of d.names)
+        expect(waitsForPrevious(d.file, SOURCE.get(d.file)!.get(name)!), name).toBe(true);
+    },
+  );
+
+  it('the wait check finds kernels that do not wait', () => {
+    // skinny_split_x only lets the GEMM after it start early, and the norms neither wait nor
+    // let go: both are launched plainly. The GEMV waits after its weight prefetch.
+    expect(waitsForPrevious('skinny-x', SOURCE.get('skinny-x')!.get('skinny_split_x')!)).toBe(
+      false,
+    );
+    expect(waitsForPrevious('norm', SOURCE.get('norm')!.get('rmsnorm_warp_bbb')!)).toBe(false);
+    expect(waitsForPrevious('fp8-gemv', SOURCE.get('fp8-gemv')!.get('fp8_gemv_b_4')!)).toBe(true);
   });
 
   it('declares every kernel of every .cu file, once', () => {

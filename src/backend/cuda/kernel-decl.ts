@@ -25,8 +25,10 @@ export interface KernelDecl<N extends string = string, A extends ArgSpec = ArgSp
   /** -D macros the file is compiled with for this kernel (a separate module per value set). */
   readonly defines: readonly string[];
   /**
-   * Launched to overlap the previous kernel in the stream (programmatic dependent launch): the
-   * kernel waits for it (griddepcontrol.wait) before reading anything it may have written.
+   * Launched to overlap the previous kernel in the stream (programmatic dependent launch): every
+   * thread of the kernel waits for it (`grid_dep_wait`, griddepcontrol.wait) before reading
+   * anything a previous kernel may have written, writing anything or returning, so the grid
+   * never finishes before its predecessor. test/kernels/kernel-decls.test.ts checks the wait.
    */
   readonly overlapsPrevious: boolean;
   /** One letter per argument for CudaDevice.launch, derived from `args`. */

@@ -55,6 +55,27 @@ __device__ __forceinline__ int f2ord(float f) {
 }
 __device__ __forceinline__ float ord2f(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
 
+/**
+ * Programmatic dependent launch (sm_90; both no-ops for a plain launch or an older GPU). A kernel
+ * declared `overlapsPrevious` (kernel-decl.ts) may start while the kernel before it in the
+ * stream still runs. grid_dep_wait(): wait until that kernel has finished and its writes are
+ * visible; every thread calls it before reading anything a previous kernel may write, before
+ * writing anything, and before any early return (so this grid cannot finish before its
+ * predecessor, and the kernel after it may rely on both). grid_dep_launch(): let the next
+ * kernel, if it was launched to overlap this one, start its prologue (a GEMM streams its
+ * weights while this kernel runs).
+ */
+__device__ __forceinline__ void grid_dep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_dep_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Instantiation helpers: M(suffix, T1, T2) over bf16/f32 pairs, M3 over triples.
 #define FOR_2TYPES(M) M(bb, bf16_t, bf16_t) M(bf, bf16_t, float) M(fb, float, bf16_t) M(ff, float, float)
 #define FOR_3TYPES(M)                                                                          \

@@ -55,10 +55,6 @@ __device__ __forceinline__ uint4 gv_ld_stream(const unsigned char* p) {
 #endif
   return v;
 }
-__device__ __forceinline__ void gv_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void gv_dep_launch() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
 
 // Tuning (benchmarks): GV_U tiles of weights in flight per warp at NF = 1 (0: the default),
 // GV_PF the L2 prefetch hint of the weight loads (1: 256 bytes, 0: none).
@@ -174,7 +170,7 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
   long long rowBase = 0;
   int r0 = 0, rEnd = M;
   if (MODE != GV_PLAIN) {
-    gv_dep_wait();  // the tile table is the previous kernels' output
+    grid_dep_wait();  // the tile table is the previous kernels' output
     const int tile = blockIdx.x;
     if (tile >= *tl.numTiles) return;
     const int e = tl.tileExpert[tile];
@@ -224,8 +220,8 @@ __device__ void fp8_gemv(const unsigned char* __restrict__ W, const float* __res
   };
   auto loadW = [&](int kt) { loadInto(w, s, kt); };
   if (kt0 < kt1) loadW(kt0);
-  if (MODE == GV_PLAIN) gv_dep_wait();  // x may be the previous kernel's output
-  gv_dep_launch();
+  if (MODE == GV_PLAIN) grid_dep_wait();  // x may be the previous kernel's output
+  grid_dep_launch();
   const bf16_t* xr[NF];
   bool xok[NF];
 #pragma unroll

@@ -94,15 +94,6 @@ __device__ __forceinline__ void mma_f16(float* c, const unsigned* a, unsigned b0
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-/**
- * Programmatic dependent launch (sm_90): wait until the kernels this one overlaps have
- * finished and their writes are visible (a no-op for a plain launch); let the next kernel,
- * if launched to overlap this one, start its own prologue.
- */
-__device__ __forceinline__ void grid_dep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void grid_dep_launch() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
 /** An L2 read (another block's partial sums, written during this kernel). */
 __device__ __forceinline__ float ld_cg(const float* p) {
   float v;

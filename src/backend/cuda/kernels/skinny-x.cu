@@ -6,11 +6,6 @@
 #include "common.cuh"
 #include "fp8.cuh"
 
-/** Lets the GEMM after this kernel, launched to overlap it, stream its weights meanwhile. */
-__device__ __forceinline__ void grid_dep_launch() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-
 // x [rows, K] bf16 split for Q8, one warp per 128 inputs of a row (group gi = row * K/128 + kt):
 // s = 2^(e-8) with amax = m * 2^e, m in [0.5, 1) (so amax / s in [128, 256)); v = x / s
 // (exact); hi = E4M3(v), lo = E4M3(v - hi) (round to nearest even). hi + lo = v exactly when
