@@ -10,6 +10,7 @@ import type { Engine, SamplingParams } from '../engine/engine-types.js';
 import { DEFAULT_ENGINE_CONFIG } from '../engine/engine-config.js';
 import { LlmEngine } from '../engine/llm-engine.js';
 import { M3ModelRunner } from '../engine/m3-model-runner.js';
+import { ThreadModelRunner } from '../engine/thread-model-runner.js';
 import { GrammarService } from '../engine/grammar/grammar-service.js';
 import type { ModelRunner } from '../engine/model-runner.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
@@ -77,6 +78,11 @@ export interface EngineFactoryOptions {
   readonly cudaGraphMaxBs?: number;
   /** A runner built elsewhere (rank 0 of a --tp group); otherwise one is loaded on `backend`. */
   readonly runner?: ModelRunner;
+  /**
+   * The CPU backend's model on its own thread (ThreadModelRunner), so the engine overlaps each
+   * forward with the HTTP work of the step before; `serve` sets it. Default: this thread.
+   */
+  readonly modelThread?: boolean;
 }
 
 /** What the HTTP server needs from a model directory. */
@@ -120,6 +126,7 @@ export async function createEngineFromModelDir(
 ): Promise<ModelServing> {
   const runner =
     o.runner ??
+    (o.modelThread && o.backend === 'cpu' ? await startModelThread(dir, o) : null) ??
     new M3ModelRunner(
       await loadModel(dir, {
         backend: await createBackend(o.backend, { cpuThreads: o.cpuThreads }),
@@ -168,6 +175,22 @@ export async function createEngineFromModelDir(
     samplingDefaults: readSamplingDefaults(dir),
     grammar,
   };
+}
+
+/** The CPU model on its own thread, loaded with the same options as in-process. */
+function startModelThread(dir: string, o: EngineFactoryOptions): Promise<ThreadModelRunner> {
+  return ThreadModelRunner.start(
+    {
+      dir,
+      cpuThreads: o.cpuThreads ?? 1,
+      ...(o.loadFormat && { loadFormat: o.loadFormat }),
+      quantization: o.quantization ?? null,
+      ...(o.kvCacheDtype && { kvCacheDtype: o.kvCacheDtype }),
+      ...(o.numPages !== undefined && { numPages: o.numPages }),
+      ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
+    },
+    o.progress,
+  );
 }
 
 /** --model, else the bundled model, else a random tiny checkpoint (written once, cached). */
@@ -369,6 +392,7 @@ export const serveCommand: Command = {
       enforceEager: values['enforce-eager'] === true,
       cudaGraphMaxBs: optionalInt(values, 'cuda-graph-max-bs'),
       ...(dist && { runner: dist.runner }),
+      modelThread: readEnv().modelThread,
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;
     const app = createServer({

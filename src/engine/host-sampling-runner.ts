@@ -21,11 +21,16 @@ class HostSequenceSampling implements SequenceSampling {
  * returns host logits [R, V] and each requested row is sampled by the JavaScript sampler.
  */
 export class HostSamplingRunner implements StepRunner {
-  /** The logits runner computes on this thread (CPU) or returns host logits (a group). */
-  readonly overlapsHost: boolean = false;
+  /**
+   * As the logits runner: a model on another thread overlaps; one computing on this thread
+   * (the CPU backend in-process) or a --tp group's driver does not.
+   */
+  readonly overlapsHost: boolean;
   /** The host sampler ranks the whole vocabulary. */
   readonly maxTopLogprobs = Infinity;
-  constructor(readonly inner: ModelRunner) {}
+  constructor(readonly inner: ModelRunner) {
+    this.overlapsHost = inner.overlapsHost === true;
+  }
 
   get vocabSize(): number {
     return this.inner.vocabSize;

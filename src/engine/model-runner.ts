@@ -29,6 +29,11 @@ export interface ModelRunner {
   readonly maxModelLen: number;
   /** From config.json / generation_config.json; may be empty. */
   readonly eosTokenIds: readonly number[];
+  /**
+   * `forward` runs elsewhere (another thread) and waits without blocking this one, so the
+   * engine may launch the next step before handing out this one's tokens. Absent: false.
+   */
+  readonly overlapsHost?: boolean;
   /** Runs one step: writes the new tokens' KV and returns the requested logits rows. */
   forward(batch: ForwardBatch): StepOutput | Promise<StepOutput>;
   /** Releases backend resources; called once by engine shutdown. */
