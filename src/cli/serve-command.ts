@@ -78,11 +78,6 @@ export interface EngineFactoryOptions {
   readonly cudaGraphMaxBs?: number;
   /** A runner built elsewhere (rank 0 of a --tp group); otherwise one is loaded on `backend`. */
   readonly runner?: ModelRunner;
-  /**
-   * The CPU backend's model on its own thread (ThreadModelRunner), so the engine overlaps each
-   * forward with the HTTP work of the step before; `serve` sets it. Default: this thread.
-   */
-  readonly modelThread?: boolean;
 }
 
 /** What the HTTP server needs from a model directory. */
@@ -126,7 +121,6 @@ export async function createEngineFromModelDir(
 ): Promise<ModelServing> {
   const runner =
     o.runner ??
-    (o.modelThread && o.backend === 'cpu' ? await startModelThread(dir, o) : null) ??
     new M3ModelRunner(
       await loadModel(dir, {
         backend: await createBackend(o.backend, { cpuThreads: o.cpuThreads }),
@@ -177,20 +171,38 @@ export async function createEngineFromModelDir(
   };
 }
 
-/** The CPU model on its own thread, loaded with the same options as in-process. */
-function startModelThread(dir: string, o: EngineFactoryOptions): Promise<ThreadModelRunner> {
+/** `serve --backend cpu`: the model on its own thread, loaded with serve's options. */
+function cpuModelThread(dir: string, values: Record<string, unknown>): Promise<ThreadModelRunner> {
+  const numPages = optionalInt(values, 'num-pages');
+  const maxModelLen = optionalInt(values, 'max-model-len');
+  const loadFormat = loadFormatOption(values);
+  const kvCacheDtype = kvCacheDtypeOption(values);
   return ThreadModelRunner.start(
     {
       dir,
-      cpuThreads: o.cpuThreads ?? 1,
-      ...(o.loadFormat && { loadFormat: o.loadFormat }),
-      quantization: o.quantization ?? null,
-      ...(o.kvCacheDtype && { kvCacheDtype: o.kvCacheDtype }),
-      ...(o.numPages !== undefined && { numPages: o.numPages }),
-      ...(o.maxModelLen !== undefined && { maxModelLen: o.maxModelLen }),
+      cpuThreads: cpuThreadsFrom(values, 1),
+      quantization: quantizationOption(values),
+      ...(loadFormat && { loadFormat }),
+      ...(kvCacheDtype && { kvCacheDtype }),
+      ...(numPages !== undefined && { numPages }),
+      ...(maxModelLen !== undefined && { maxModelLen }),
     },
-    o.progress,
+    stderrLoadProgress(),
   );
+}
+
+/** A part of the server that dies (a --tp rank, the model thread) ends it: none half alive. */
+function exitOnFailure(
+  failed: Promise<never>,
+  app: { close(): Promise<unknown> },
+  cleanup?: () => Promise<unknown>,
+): void {
+  failed.catch(async (e: unknown) => {
+    console.error(`moeserve: ${(e as Error).message}`);
+    await app.close().catch(() => {});
+    await cleanup?.();
+    process.exit(1);
+  });
 }
 
 /** --model, else the bundled model, else a random tiny checkpoint (written once, cached). */
@@ -376,6 +388,11 @@ export const serveCommand: Command = {
       },
     );
     if (dist === 'other-host') return 0;
+    // The CPU model on its own thread, so each forward overlaps the previous step's HTTP work.
+    const thread =
+      !dist && backend === 'cpu' && readEnv().modelThread
+        ? await cpuModelThread(dir, values)
+        : null;
     const serving = await createEngineFromModelDir(dir, {
       backend,
       cpuThreads: cpuThreadsFrom(values, 1),
@@ -392,7 +409,7 @@ export const serveCommand: Command = {
       enforceEager: values['enforce-eager'] === true,
       cudaGraphMaxBs: optionalInt(values, 'cuda-graph-max-bs'),
       ...(dist && { runner: dist.runner }),
-      modelThread: readEnv().modelThread,
+      ...(thread && { runner: thread }),
     });
     const modelName = (values['served-model-name'] as string | undefined) ?? name;
     const app = createServer({
@@ -418,13 +435,9 @@ export const serveCommand: Command = {
     const bound = (app.server.address() as AddressInfo | null)?.port ?? port; // --port 0 picks one
     const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
     console.log(`moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${backend})`);
-    // A rank that dies ends the server, even between requests: no half-alive group.
-    dist?.group.failed.catch(async (e: unknown) => {
-      console.error(`moeserve: ${(e as Error).message}`);
-      await app.close().catch(() => {});
-      await dist.group.abort();
-      process.exit(1);
-    });
+    // A rank or the model thread that dies ends the server, even between requests.
+    if (dist) exitOnFailure(dist.group.failed, app, () => dist.group.abort());
+    if (thread) exitOnFailure(thread.failed, app);
     const drainMs = limits.shutdownTimeoutMs ?? DEFAULT_SERVER_OPTIONS.shutdownTimeoutMs;
     return untilShutdown(drainMs, async () => {
       await app.drainAndClose(drainMs);

@@ -92,6 +92,26 @@ describe.skipIf(!existsSync(DIR))('ThreadModelRunner (tiny MiniMax-M3, CPU)', as
     expect(want.every((t) => t.length === 10)).toBe(true);
   });
 
+  it('reports a thread that dies, and fails later forwards with the reason', async () => {
+    const r = await ThreadModelRunner.start(spec);
+    await (r as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await expect(r.failed).rejects.toThrow(/model thread exited/);
+    await expect(r.forward(decode)).rejects.toThrow(/model thread exited/);
+  });
+
+  it('does not report a thread ended by close', async () => {
+    const r = await ThreadModelRunner.start(spec);
+    await r.close();
+    const settled = await Promise.race([
+      r.failed.then(
+        () => 'resolved',
+        () => 'rejected',
+      ),
+      new Promise((resolve) => setTimeout(() => resolve('pending'), 200)),
+    ]);
+    expect(settled).toBe('pending');
+  });
+
   it('names a checkpoint that cannot load', async () => {
     await expect(ThreadModelRunner.start({ ...spec, dir: `${DIR}-missing` })).rejects.toThrow(
       /missing/,

@@ -67,9 +67,16 @@ export class ThreadModelRunner implements ModelRunner {
   readonly maxModelLen: number;
   readonly eosTokenIds: readonly number[];
   readonly memory: MemoryReport;
+  /**
+   * Rejects if the thread dies (an uncaught error, an exit) other than through `close`: the
+   * server then ends, as it does when a --tp rank dies, rather than fail every request.
+   */
+  readonly failed: Promise<never>;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private broken: Error | null = null;
+  private closing = false;
+  private rejectFailed: (e: Error) => void = () => {};
 
   private constructor(
     private readonly worker: Worker,
@@ -81,6 +88,8 @@ export class ThreadModelRunner implements ModelRunner {
     this.maxModelLen = info.maxModelLen;
     this.eosTokenIds = info.eosTokenIds;
     this.memory = info.memory;
+    this.failed = new Promise<never>((_, reject) => (this.rejectFailed = reject));
+    this.failed.catch(() => {}); // handled by whoever watches it; never unhandled
     worker.on('message', (m: FromModelThread) => this.onMessage(m));
     worker.on('error', (e) => this.fail(e));
     worker.on('exit', (code) => this.fail(new Error(`the model thread exited (code ${code})`)));
@@ -119,6 +128,7 @@ export class ThreadModelRunner implements ModelRunner {
   /** Ends the model thread after the forwards already asked for. */
   async close(): Promise<void> {
     if (this.broken) return;
+    this.closing = true;
     const closed = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.postMessage({ kind: 'close' } satisfies ToModelThread);
     await closed;
@@ -138,6 +148,7 @@ export class ThreadModelRunner implements ModelRunner {
     this.broken ??= e;
     for (const p of this.pending.values()) p.reject(this.broken);
     this.pending.clear();
+    if (!this.closing) this.rejectFailed(this.broken);
   }
 }
 
