@@ -10,7 +10,12 @@ import { loadModel } from '../model/load-model.js';
 import type { LoadProgress } from '../model/weights/load-progress.js';
 import { M3ModelRunner } from './m3-model-runner.js';
 import type { StepOutput } from './model-runner.js';
-import type { FromModelThread, ModelThreadSpec, ToModelThread } from './thread-model-runner.js';
+import type {
+  FromModelThread,
+  ModelThreadSpec,
+  ThreadError,
+  ToModelThread,
+} from './thread-model-runner.js';
 
 const port = parentPort!;
 const spec = workerData as ModelThreadSpec;
@@ -39,6 +44,12 @@ function detach(out: StepOutput): { out: StepOutput; transfer: ArrayBuffer[] } {
   return { out: { logits, ...(routedExperts && { routedExperts }) }, transfer };
 }
 
+function asData(e: unknown): ThreadError {
+  return e instanceof Error
+    ? { name: e.name, message: e.message }
+    : { name: 'Error', message: String(e) };
+}
+
 async function main(): Promise<void> {
   let runner: M3ModelRunner;
   try {
@@ -54,7 +65,7 @@ async function main(): Promise<void> {
       ...(spec.maxModelLen !== undefined && { maxModelLen: spec.maxModelLen }),
     });
   } catch (e) {
-    send({ kind: 'load-failed', error: (e as Error).message });
+    send({ kind: 'load-failed', error: asData(e) });
     return;
   }
   const { vocabSize, numPages, pageSize, maxModelLen, eosTokenIds, memory } = runner;
@@ -74,7 +85,7 @@ async function main(): Promise<void> {
         const { out, transfer } = detach(await runner.forward(m.batch));
         send({ kind: 'output', id: m.id, out }, transfer);
       } catch (e) {
-        send({ kind: 'failed', id: m.id, error: (e as Error).message });
+        send({ kind: 'failed', id: m.id, error: asData(e) });
       }
     });
   });

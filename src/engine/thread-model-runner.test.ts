@@ -1,4 +1,6 @@
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { goldenCase } from '../../test/golden-dir.js';
 import { CpuBackend } from '../backend/cpu/cpu-backend.js';
@@ -112,9 +114,18 @@ describe.skipIf(!existsSync(DIR))('ThreadModelRunner (tiny MiniMax-M3, CPU)', as
     expect(settled).toBe('pending');
   });
 
-  it('names a checkpoint that cannot load', async () => {
+  it('names a checkpoint that cannot load, under the error class the loader threw', async () => {
     await expect(ThreadModelRunner.start({ ...spec, dir: `${DIR}-missing` })).rejects.toThrow(
       /missing/,
     );
+    const bad = mkdtempSync(join(tmpdir(), 'thread-runner-'));
+    copyFileSync(join(DIR, 'config.json'), join(bad, 'config.json'));
+    writeFileSync(
+      join(bad, 'model.safetensors'),
+      readFileSync(join(DIR, 'model.safetensors')).subarray(0, 100),
+    );
+    const err = (await ThreadModelRunner.start({ ...spec, dir: bad }).catch((e) => e)) as Error;
+    expect(err.name).toBe('SafetensorsError');
+    expect(err.message).toMatch(/model\.safetensors.*truncated/);
   });
 });

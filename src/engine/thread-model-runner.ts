@@ -36,15 +36,28 @@ export type ToModelThread =
   | { readonly kind: 'forward'; readonly id: number; readonly batch: ForwardBatch }
   | { readonly kind: 'close' };
 
+/** An error thrown on the model thread, as data (its class name kept for the message). */
+export interface ThreadError {
+  readonly name: string;
+  readonly message: string;
+}
+
+/** The error again on this thread, under its class name (`SafetensorsError: …`). */
+function revive(e: ThreadError): Error {
+  const err = new Error(e.message);
+  err.name = e.name;
+  return err;
+}
+
 /** Replies from the model thread. */
 export type FromModelThread =
   | { readonly kind: 'progress-start'; readonly totalBytes: number; readonly tensors: number }
   | { readonly kind: 'progress-advance'; readonly bytes: number }
   | { readonly kind: 'progress-done'; readonly stats: LoadStats }
   | { readonly kind: 'ready'; readonly info: ModelThreadInfo }
-  | { readonly kind: 'load-failed'; readonly error: string }
+  | { readonly kind: 'load-failed'; readonly error: ThreadError }
   | { readonly kind: 'output'; readonly id: number; readonly out: StepOutput }
-  | { readonly kind: 'failed'; readonly id: number; readonly error: string }
+  | { readonly kind: 'failed'; readonly id: number; readonly error: ThreadError }
   | { readonly kind: 'closed' };
 
 interface Pending {
@@ -107,7 +120,7 @@ export class ThreadModelRunner implements ModelRunner {
           worker.off('message', onMessage);
           worker.off('error', onError);
           if (m.kind === 'ready') resolve(new ThreadModelRunner(worker, m.info));
-          else void worker.terminate().then(() => reject(new Error(m.error)));
+          else void worker.terminate().then(() => reject(revive(m.error)));
         }
       };
       const onError = (e: Error): void => reject(e);
@@ -140,7 +153,7 @@ export class ThreadModelRunner implements ModelRunner {
     if (!p) return;
     this.pending.delete(m.id);
     if (m.kind === 'output') p.resolve(m.out);
-    else p.reject(new Error(m.error));
+    else p.reject(revive(m.error));
   }
 
   /** The thread died: every forward waiting and every later one fails with the reason. */
