@@ -4,6 +4,7 @@ import { pagedAttention, writeCacheRows, type PagedAttentionArgs } from '../ops/
 import { matmulF32 } from '../ops/matmul.js';
 import { swigluOaiRows } from '../ops/moe.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
+import type { RopeTable } from '../ops/rope.js';
 import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { PackedPanels, unpackPanels } from '../packed-panels.js';
@@ -21,6 +22,7 @@ import {
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
 import { msaJobs } from './msa-chunks.js';
+import { HeapRopeTable } from './heap-rope-table.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { ThreadMode } from './thread-mode.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
@@ -40,7 +42,8 @@ function compile(b64: string): object {
 
 // prettier-ignore
 const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
-  'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows'] as const;
+  'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows',
+  'norm_rope_cache'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
@@ -86,6 +89,22 @@ function cacheBytes(batch: ForwardBatch, rowBytes: number): number {
   let n = 0;
   for (const s of batch.seqs) n += s.numCached + s.numNew;
   return n * rowBytes;
+}
+
+/** The operands of `CpuKernels.normRopeCache` (see Backend.normRopeCache). */
+export interface NormRopeRows {
+  readonly q: Float32Array;
+  readonly k: Float32Array;
+  readonly v: Float32Array | null;
+  readonly qNorm: Float32Array;
+  readonly kNorm: Float32Array;
+  readonly kCache: Float32Array;
+  readonly vCache: Float32Array | null;
+  readonly numQHeads: number;
+  readonly numKHeads: number;
+  readonly headDim: number;
+  readonly rotaryDim: number;
+  readonly eps: number;
 }
 
 export interface CpuKernelsOptions {
@@ -142,6 +161,7 @@ export class CpuKernels {
   readonly fma: boolean;
   private readonly pool: ThreadPool;
   private readonly tables = new StepTables(this.heap);
+  private readonly rope = new HeapRopeTable(this.heap);
   private readonly scratch: HeapScratch[];
   /** Block scores [T, Hi, max blocks] of a selection split by key ranges. */
   private readonly msaScores = new HeapScratch(this.heap);
@@ -259,6 +279,43 @@ export class CpuKernels {
     this.tables.fill(batch, layout);
     // prettier-ignore
     this.pool.run([['scatter_rows', cache.byteOffset, x.byteOffset, this.tables.slotsPtr, layout.numTokens, 4 * width]], false);
+  }
+
+  /**
+   * Per-head q/k RMSNorm, then RoPE (`rope`: the step's table), then k (and v) into cache row
+   * slots[t], every token in one job (rowops.wat norm_rope_cache): the values rmsNorm,
+   * ropeNeox and writeCache give in turn. False (nothing done) where the kernel does not
+   * apply: an operand outside the heap, heads not of whole vectors, rotaryDim/2 odd.
+   */
+  normRopeCache(
+    a: NormRopeRows,
+    batch: ForwardBatch,
+    layout: BatchLayout,
+    rope: RopeTable,
+  ): boolean {
+    const { headDim: Dh, numQHeads: Hq, numKHeads: Hk } = a;
+    const half = a.rotaryDim / 2;
+    const operands = [
+      a.q,
+      a.k,
+      a.qNorm,
+      a.kNorm,
+      a.kCache,
+      ...(a.v && a.vCache ? [a.v, a.vCache] : []),
+    ];
+    if (!this.rowsInHeap(operands, Dh) || half % 2 !== 0 || a.rotaryDim > Dh) return false;
+    this.tables.fill(batch, layout);
+    const [cos, sin] = this.rope.of(rope);
+    const [q, k, v] = [a.q.byteOffset, a.k.byteOffset, a.v ? a.v.byteOffset : 0];
+    const [qw, kw, kc] = [a.qNorm.byteOffset, a.kNorm.byteOffset, a.kCache.byteOffset];
+    const vc = a.vCache ? a.vCache.byteOffset : 0;
+    const slots = this.tables.slotsPtr;
+    // per element of a head: the norm's ~5 flops, RoPE's ~3; the cache rows' copies
+    const perToken = 8 * (Hq + Hk) * Dh + 2 * Hk * Dh;
+    // prettier-ignore
+    this.byRows('norm_rope_cache', layout.numTokens, perToken, (t0, t1) =>
+      [q, k, v, qw, kw, kc, vc, slots, cos, sin, t0, t1, Hq, Hk, Dh, half, a.eps]);
+    return true;
   }
 
   /** dst row i = src row rows[i] (rows of `width` values), on the caller. */
