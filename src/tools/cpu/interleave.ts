@@ -30,9 +30,12 @@ export const realClock: BenchClock = {
  * Untimed warm-up of each configuration: at least `warm` steps and this many ms of its own
  * steps. V8 keeps compiling the forward's JS (tiering up, re-optimising after deopts) for the
  * first few hundred decode steps: measured here, B=1 steps took 0.86 → 0.47 → 0.35 ms over
- * the first 100 / 200 / 400 steps, so a fixed 8 warm-up steps timed the compiler.
+ * the first 100 / 200 / 400 steps, so a fixed 8 warm-up steps timed the compiler. On session
+ * 13's Zen 5 VM it took longer: medians of 500-step buckets of one B=1 loop 0.74, 0.64, 0.52,
+ * 0.51 ms (another run 0.61, 0.53, 0.50, 0.49), i.e. ~1,000–1,500 steps, where 500 ms covered
+ * ~700; 1,500 ms covers ~2,000.
  */
-export const WARM_MS = 500;
+export const WARM_MS = 1500;
 
 /** Configuration indices of round `r` of `n`: 0..n-1 rotated left by r. */
 export function roundOrder(r: number, n: number): number[] {
