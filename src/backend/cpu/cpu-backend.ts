@@ -5,6 +5,7 @@ import type {
   ExpertWeights,
   MoeOptions,
   MsaOptions,
+  NormRopeCacheArgs,
   RopeOptions,
   RouterOptions,
 } from '../backend.js';
@@ -18,6 +19,8 @@ import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
 import { KernelWeights } from './kernel-weights.js';
 import { checkCacheScale } from '../kv-scale.js';
+import { normRopeCacheSteps } from '../norm-rope-cache-steps.js';
+import { fusedNormRopeCache } from './norm-rope-cache.js';
 import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows } from './ops/moe.js';
 import { ropeNeox, ropeTable, type RopeTable } from './ops/rope.js';
@@ -262,14 +265,27 @@ export class CpuBackend implements Backend {
 
   rope(x: Tensor, meta: BatchMeta, o: RopeOptions): void {
     const data = f32(x, 'rope.x', [meta.numTokens, o.numHeads * o.headDim]);
+    const table = this.ropeTableOf(meta as CpuBatchMeta, o.rotaryDim, o.theta);
+    ropeNeox(data, table, o.numHeads, o.headDim, o.rotaryDim);
+  }
+
+  /** One kernel job where it applies (norm-rope-cache.ts), else the steps. */
+  normRopeCache(a: NormRopeCacheArgs, meta: BatchMeta): void {
     const m = meta as CpuBatchMeta;
-    const key = `${o.rotaryDim} ${o.theta}`;
+    const table = this.ropeTableOf(m, a.rotaryDim, a.theta);
+    if (!fusedNormRopeCache(this.kernels, a, meta, m.layout, table))
+      normRopeCacheSteps(this, a, meta);
+  }
+
+  /** The step's RoPE cos/sin for (rotaryDim, theta), computed at first use. */
+  private ropeTableOf(m: CpuBatchMeta, rotaryDim: number, theta: number): RopeTable {
+    const key = `${rotaryDim} ${theta}`;
     let table = m.rope.get(key);
     if (!table) {
-      table = ropeTable(m.layout.positions, o.rotaryDim, o.theta);
+      table = ropeTable(m.layout.positions, rotaryDim, theta);
       m.rope.set(key, table);
     }
-    ropeNeox(data, table, o.numHeads, o.headDim, o.rotaryDim);
+    return table;
   }
 
   /** An f8e4m3 cache keeps each value's E4M3 round trip (code × scale) in f32. */

@@ -74,9 +74,34 @@ describe('timeInterleaved', () => {
     }
   });
 
+  it('takes turns of a block: untimed lead steps, then the timed ones in order', async () => {
+    const { clock, runs, calls } = fakeBench(2, () => 1);
+    await timeInterleaved(runs, 1, 6, clock, 0, { steps: 3, lead: 2 });
+    const timedPart = calls.slice(2); // after the warm-up round AB
+    // turns: A (lead, lead, 0, 1, 2), then B, then B and A rotated for steps 3..5
+    expect(timedPart).toEqual([
+      [0, -1], [0, -1], [0, 0], [0, 1], [0, 2],
+      [1, -1], [1, -1], [1, 0], [1, 1], [1, 2],
+      [1, -1], [1, -1], [1, 3], [1, 4], [1, 5],
+      [0, -1], [0, -1], [0, 3], [0, 4], [0, 5],
+    ]); // prettier-ignore
+  });
+
+  it('times only the timed steps of a block', async () => {
+    // lead steps (i = -1) cost 50 ms, timed ones 2 (A) and 3 (B)
+    const { clock, runs } = fakeBench(2, (k, i) => (i < 0 ? 50 : k === 0 ? 2 : 3));
+    const [ta, tb] = await timeInterleaved(runs, 1, 4, clock, 0, { steps: 2, lead: 1 });
+    expect(ta!.ms).toBe(2);
+    expect(tb!.ms).toBe(3);
+    expect(ta!.cpuMs).toBe(1);
+  });
+
   it('notes the order used', () => {
     expect(orderNote(['2 threads', '1 thread'])).toBe(
       'interleaved, rotated each step: 2 threads, 1 thread',
+    );
+    expect(orderNote(['2 threads', '1 thread'], { steps: 5, lead: 2 })).toBe(
+      'interleaved, rotated each 5 timed steps after 2 untimed: 2 threads, 1 thread',
     );
     expect(orderNote(['1 thread'])).toBe('alone');
   });

@@ -5,7 +5,7 @@ import { loadModel } from '../../model/load-model.js';
 import type { KvCache } from '../../model/minimax-m3/kv-cache.js';
 import type { MiniMaxM3Model } from '../../model/minimax-m3/minimax-m3-model.js';
 import { SeededRng } from '../../bench/seeded-rng.js';
-import { orderNote, timeInterleaved } from './interleave.js';
+import { orderNote, STEP_BLOCK, timeInterleaved, WARM_MS, type Block } from './interleave.js';
 import { startShare } from './machine-share.js';
 
 export interface ModelRow {
@@ -83,8 +83,10 @@ interface StepSpec {
   readonly tokensPerStep: number;
   readonly run: (m: MiniMaxM3Model, kv: KvCache, i: number) => Promise<unknown>;
   readonly warm: number;
-  /** Timed rounds: 6 and 30, multiples of 2 and of 3 backends (each in each position equally). */
+  /** Timed steps: 6 and 30, in turns (block) whose count is a multiple of 2 and of 3 backends. */
   readonly reps: number;
+  /** The turns the backends take (interleave.ts). */
+  readonly block: Block;
   readonly randomCache: boolean;
 }
 
@@ -97,10 +99,13 @@ async function measureStep(models: readonly Loaded[], o: StepSpec): Promise<Mode
   });
   const share = startShare();
   const runs = kvs.map((kv, k) => (i: number) => o.run(models[k]!.model, kv, i));
-  const timings = await timeInterleaved(runs, o.warm, o.reps);
+  const timings = await timeInterleaved(runs, o.warm, o.reps, undefined, WARM_MS, o.block);
   const { othersBusy } = share(o.reps * models.length);
   const load = loadavg()[0]!;
-  const order = orderNote(models.map((m) => m.label));
+  const order = orderNote(
+    models.map((m) => m.label),
+    o.block,
+  );
   models.forEach(({ backend }, k) => freeKv(backend, kvs[k]!));
   return timings.map((t, k) => ({
     what: o.what,
@@ -154,9 +159,16 @@ function prefill(T: number, S: number, ids: Int32Array): StepSpec {
     run: (m, kv) => m.forward(step(1, 0, T, pages, S, ids), kv),
     warm: 1,
     reps: 6,
+    block: STEP_BLOCK,
     randomCache: false,
   };
 }
+
+/**
+ * Decode rows take turns of 5 timed steps after 2 untimed ones (6 turns each): a backend's
+ * first step after another's reads its weights back into L3 (interleave.ts, Block).
+ */
+const DECODE_BLOCK: Block = { steps: 5, lead: 2 };
 
 /** A decode step of B sequences at context ctx, over random K/V. */
 function decode(B: number, ctx: number, S: number, ids: Int32Array): StepSpec {
@@ -171,6 +183,7 @@ function decode(B: number, ctx: number, S: number, ids: Int32Array): StepSpec {
     run: (m, kv, i) => m.forward(step(B, ctx + Math.max(0, i), 1, pagesPer, S, ids), kv),
     warm: 8,
     reps,
+    block: DECODE_BLOCK,
     randomCache: true,
   };
 }

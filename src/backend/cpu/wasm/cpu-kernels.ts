@@ -4,6 +4,7 @@ import { pagedAttention, writeCacheRows, type PagedAttentionArgs } from '../ops/
 import { matmulF32 } from '../ops/matmul.js';
 import { swigluOaiRows } from '../ops/moe.js';
 import { msaSelectBlocks } from '../ops/msa-select.js';
+import type { RopeTable } from '../ops/rope.js';
 import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { PackedPanels, unpackPanels } from '../packed-panels.js';
@@ -21,6 +22,7 @@ import {
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
 import { msaJobs } from './msa-chunks.js';
+import { HeapRopeTable } from './heap-rope-table.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { ThreadMode } from './thread-mode.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
@@ -40,36 +42,35 @@ function compile(b64: string): object {
 
 // prettier-ignore
 const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
-  'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows'] as const;
+  'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows',
+  'norm_rope_cache'] as const;
 type Row = [string, ...number[]];
 
 /** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
 const MIN_PARALLEL_FLOPS = 200_000;
 const CHUNKS_PER_THREAD = 4;
 /**
- * Below this many flops a job does not wake sleeping workers (it runs on the caller when they
- * all sleep): waking one costs ~50–200 µs here, more than such a job takes on one thread.
- * (Spinning workers for a few ms after each job and waking them from 1 MFLOP, so that decode
- * B=1 splits its GEMVs, made 2-thread decode 1.5–3× slower on this shared machine at load
- * 6–9: a spinning worker takes CPU time from its own caller there.)
+ * From this many flops a job is split over the threads, waking sleeping workers; below it, it
+ * runs on the caller alone (a handoff costs a few µs). At 300 kFLOP a decode B=1 step splits
+ * its GEMVs from the q/k/v projections up (~15 µs each on one thread), which come often enough
+ * (each layer) that the worker stays awake spinning between them. Measured on session 13's
+ * Zen 5 VM, B=1 ctx 256 on 2 threads, against 4 MFLOP (where no B=1 job split): 0.52-0.58 →
+ * 0.42-0.49 ms a step (faster in 23-24 of 24 block pairs, three runs); B=8 −4%, B=1 ctx 4,000
+ * −3%, B=32 even; with a CPU hog on the other core +2% (ThreadMode then mostly runs solo).
+ * At 600 kFLOP B=1 gained nothing: its few larger jobs came too far apart, so each woke a
+ * sleeping worker. (Sessions 5-7 measured splitting B=1 1.5-3× slower at load 6-9, before
+ * ThreadMode timed the threaded jobs against solo ones.)
  */
-const MIN_WAKE_FLOPS = 4_000_000;
-/**
- * From this many flops a job is split onto workers that are awake (spinning after a job),
- * without waking sleeping ones; below it, it runs on the caller always. Decode B=32 has many
- * jobs of 1–4 MFLOP (the shared expert, the experts' down projections: 30–110 µs on one
- * thread) between larger ones that keep the workers awake; no job of a B=1 step (its largest
- * the LM head, 1.6 MFLOP here) wakes them, so they sleep through B=1 and its jobs stay whole.
- */
-const MIN_SPLIT_FLOPS = 1_000_000;
+const MIN_WAKE_FLOPS = 300_000;
 
 /**
  * Flops a byte of KV (or index key) cache rows counts for in the work of attention and MSA
  * selection, whose time goes to reading those rows, not to their few flops per byte: measured
  * at decode B=32 ctx 256, a sparse layer's attention (2.1 MFLOP, 2.1 MB of K and V rows) and
  * MSA selection (2.1 MFLOP, 2.1 MB of index keys) each took ~350 µs on one thread, what
- * ~17 MFLOP of matmul take, yet by their flops they stayed under MIN_WAKE_FLOPS, on the
- * caller alone. 4 (not the measured ~8) keeps a B=1 step's cached rows under it.
+ * ~17 MFLOP of matmul take, yet by their flops they stayed under the then 4 MFLOP wake
+ * threshold, on the caller alone. 4, not the measured ~8: at B=1 ctx 256 a layer's attention
+ * (0.3 MB of rows, ~4 µs) then counts as ~0.3 MFLOP, near MIN_WAKE_FLOPS, not far above it.
  */
 const FLOPS_PER_CACHE_BYTE = 4;
 
@@ -88,6 +89,22 @@ function cacheBytes(batch: ForwardBatch, rowBytes: number): number {
   return n * rowBytes;
 }
 
+/** The operands of `CpuKernels.normRopeCache` (see Backend.normRopeCache). */
+export interface NormRopeRows {
+  readonly q: Float32Array;
+  readonly k: Float32Array;
+  readonly v: Float32Array | null;
+  readonly qNorm: Float32Array;
+  readonly kNorm: Float32Array;
+  readonly kCache: Float32Array;
+  readonly vCache: Float32Array | null;
+  readonly numQHeads: number;
+  readonly numKHeads: number;
+  readonly headDim: number;
+  readonly rotaryDim: number;
+  readonly eps: number;
+}
+
 export interface CpuKernelsOptions {
   /** Threads the kernels use, the caller's included (default 1). */
   readonly threads?: number;
@@ -97,9 +114,9 @@ export interface CpuKernelsOptions {
    */
   readonly minParallelFlops?: number;
   /**
-   * Kernels of fewer flops never wake sleeping workers (default 4M when minParallelFlops is
-   * not set, else minParallelFlops, so tests that split every kernel also wake the workers);
-   * from MIN_SPLIT_FLOPS (or this, if less) they use workers that are awake.
+   * Kernels of fewer flops run on the calling thread alone; from it they wake the workers and
+   * split (default MIN_WAKE_FLOPS, 300k, when minParallelFlops is not set, else
+   * minParallelFlops, so tests that split every kernel also wake the workers).
    */
   readonly minWakeFlops?: number;
   /**
@@ -142,12 +159,12 @@ export class CpuKernels {
   readonly fma: boolean;
   private readonly pool: ThreadPool;
   private readonly tables = new StepTables(this.heap);
+  private readonly rope = new HeapRopeTable(this.heap);
   private readonly scratch: HeapScratch[];
   /** Block scores [T, Hi, max blocks] of a selection split by key ranges. */
   private readonly msaScores = new HeapScratch(this.heap);
   private readonly minParallelFlops: number;
   private readonly minWakeFlops: number;
-  private readonly minSplitFlops: number;
   private readonly touchMinBytes: number;
   private readonly zeroFn: (p: number, bytes: number) => void;
   private readonly mode: ThreadMode;
@@ -155,7 +172,6 @@ export class CpuKernels {
   constructor(o: CpuKernelsOptions = {}) {
     this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
     this.minWakeFlops = o.minWakeFlops ?? o.minParallelFlops ?? MIN_WAKE_FLOPS;
-    this.minSplitFlops = Math.min(MIN_SPLIT_FLOPS, this.minWakeFlops);
     this.touchMinBytes = o.attentionTouchMinBytes ?? TOUCH_MIN_BYTES;
     const threads = o.threads ?? 1;
     if (!Number.isInteger(threads) || threads < 1 || threads > 256)
@@ -259,6 +275,43 @@ export class CpuKernels {
     this.tables.fill(batch, layout);
     // prettier-ignore
     this.pool.run([['scatter_rows', cache.byteOffset, x.byteOffset, this.tables.slotsPtr, layout.numTokens, 4 * width]], false);
+  }
+
+  /**
+   * Per-head q/k RMSNorm, then RoPE (`rope`: the step's table), then k (and v) into cache row
+   * slots[t], every token in one job (rowops.wat norm_rope_cache): the values rmsNorm,
+   * ropeNeox and writeCache give in turn. False (nothing done) where the kernel does not
+   * apply: an operand outside the heap, heads not of whole vectors, rotaryDim/2 odd.
+   */
+  normRopeCache(
+    a: NormRopeRows,
+    batch: ForwardBatch,
+    layout: BatchLayout,
+    rope: RopeTable,
+  ): boolean {
+    const { headDim: Dh, numQHeads: Hq, numKHeads: Hk } = a;
+    const half = a.rotaryDim / 2;
+    const operands = [
+      a.q,
+      a.k,
+      a.qNorm,
+      a.kNorm,
+      a.kCache,
+      ...(a.v && a.vCache ? [a.v, a.vCache] : []),
+    ];
+    if (!this.rowsInHeap(operands, Dh) || half % 2 !== 0 || a.rotaryDim > Dh) return false;
+    this.tables.fill(batch, layout);
+    const [cos, sin] = this.rope.of(rope);
+    const [q, k, v] = [a.q.byteOffset, a.k.byteOffset, a.v ? a.v.byteOffset : 0];
+    const [qw, kw, kc] = [a.qNorm.byteOffset, a.kNorm.byteOffset, a.kCache.byteOffset];
+    const vc = a.vCache ? a.vCache.byteOffset : 0;
+    const slots = this.tables.slotsPtr;
+    // per element of a head: the norm's ~5 flops, RoPE's ~3; the cache rows' copies
+    const perToken = 8 * (Hq + Hk) * Dh + 2 * Hk * Dh;
+    // prettier-ignore
+    this.byRows('norm_rope_cache', layout.numTokens, perToken, (t0, t1) =>
+      [q, k, v, qw, kw, kc, vc, slots, cos, sin, t0, t1, Hq, Hk, Dh, half, a.eps]);
+    return true;
   }
 
   /** dst row i = src row rows[i] (rows of `width` values), on the caller. */
@@ -421,21 +474,17 @@ export class CpuKernels {
   }
 
   /**
-   * One pool job of `flops`: one that could be split runs threaded or on the caller as
-   * ThreadMode chooses, and is timed for it. A job of minWakeFlops wakes sleeping workers;
-   * one of minSplitFlops uses only awake ones; a smaller one runs on the caller even when
-   * workers are awake: a worker still spinning after a large job took every small job posted
-   * within its spin window, so it never slept and decode B=1 ran split (this process's CPU
-   * time above wall time) though no B=1 job reaches minWakeFlops.
+   * One pool job of `flops`: from minWakeFlops it runs threaded (waking sleeping workers) or
+   * on the caller as ThreadMode chooses, and is timed for it; a smaller one runs on the caller
+   * even when workers are awake (a worker spinning after a large job would otherwise take
+   * every small job posted within its spin window, a handoff each).
    */
   private run(rows: readonly Row[], flops: number): void {
-    const wake = flops >= this.minWakeFlops;
-    const small = flops < this.minSplitFlops;
     if (rows.length <= 1 || this.threads === 1) return this.pool.run(rows, false);
-    if (small) return this.pool.run(rows, false, true);
+    if (flops < this.minWakeFlops) return this.pool.run(rows, false, true);
     const threaded = this.mode.threaded;
     const t0 = performance.now();
-    this.pool.run(rows, wake && threaded, !threaded);
+    this.pool.run(rows, threaded, !threaded);
     this.mode.record(flops, performance.now() - t0);
   }
 

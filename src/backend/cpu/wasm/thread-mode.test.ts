@@ -31,6 +31,19 @@ describe('ThreadMode: threaded or solo by measured rate', () => {
     expect(drive(m, 128 * 64, (t) => (t ? 0.6 : 1))).toBeGreaterThan(0.9);
   });
 
+  it('does not time the first jobs after a change of mode', () => {
+    // threaded jobs take 2 ms for the first 48 after a switch (the worker waking), then 0.6;
+    // timed whole, a threaded window (1.125 ms a job) loses to solo (1 ms) and solo stays
+    let mode = -1;
+    let since = 0;
+    const msOf = (t: boolean): number => {
+      since = Number(t) === mode ? since + 1 : 0;
+      mode = Number(t);
+      return t ? (since < 48 ? 2 : 0.6) : 1;
+    };
+    expect(drive(new ThreadMode(true), 128 * 64, msOf)).toBeGreaterThan(0.9);
+  });
+
   it('stays threaded when disabled', () => {
     const m = new ThreadMode(false);
     expect(drive(m, 128 * 64, (t) => (t ? 2 : 1))).toBe(1);

@@ -14,6 +14,12 @@
  * change of load is noticed within EXPLORE windows (a few decode steps), and exploring costs
  * at most 1/EXPLORE of the jobs running in the slower mode. Which thread computes a chunk
  * never changes its result, so the choice affects speed only, never outputs.
+ *
+ * The first SETTLE jobs of a window after a change of mode (and of the first window) are not
+ * timed: going threaded after a solo stretch starts slow (the worker, and its idle vCPU, wake
+ * up). Measured on session 13's Zen 5 VM at decode B=32, 2 threads: the first 64 jobs of such
+ * a window ran at 38-39 GFLOP/s, the next 64 at 57-58; timed whole, threaded windows lost to
+ * solo and the choice stayed solo for hundreds of steps while threaded steps were faster.
  */
 const WINDOW = 128;
 const EXPLORE = 16;
@@ -21,6 +27,8 @@ const EXPLORE = 16;
 const ALPHA = 0.5;
 /** The other mode must be this much faster before the choice flips. */
 const MARGIN = 1.05;
+/** Jobs left untimed at the start of a window in a new mode. */
+const SETTLE = 64;
 
 export class ThreadMode {
   /** The preferred mode's recent rate (flops per ms, average of its last windows), or NaN. */
@@ -29,6 +37,8 @@ export class ThreadMode {
   private mode = 1;
   private window = 0;
   private jobs = 0;
+  /** Jobs of this window left untimed (SETTLE after a change of mode). */
+  private settle = SETTLE;
   private flops = 0;
   private ms = 0;
 
@@ -43,9 +53,11 @@ export class ThreadMode {
   /** A splittable job of `flops` took `ms` in the current mode. */
   record(flops: number, ms: number): void {
     if (!this.enabled) return;
-    this.flops += flops;
-    this.ms += ms;
-    if (++this.jobs < WINDOW) return;
+    if (this.jobs++ >= this.settle) {
+      this.flops += flops;
+      this.ms += ms;
+    }
+    if (this.jobs < WINDOW) return;
     const r = this.flops / Math.max(this.ms, 1e-6);
     this.jobs = 0;
     this.flops = 0;
@@ -59,6 +71,8 @@ export class ThreadMode {
     this.window++;
     // window 1 tries the other mode at once; then every EXPLORE-th window
     const explore = this.window === 1 || this.window % EXPLORE === 0;
-    this.mode = explore ? 1 - this.preferred : this.preferred;
+    const next = explore ? 1 - this.preferred : this.preferred;
+    this.settle = next === this.mode ? 0 : SETTLE;
+    this.mode = next;
   }
 }
