@@ -2,7 +2,7 @@ import type { KvCacheDtype } from '../model/minimax-m3/kv-cache.js';
 import { KV_CACHE_OPTIONS, kvCacheDtypeOption } from './kv-cache-options.js';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { homedir } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBackend } from '../backend/create-backend.js';
@@ -169,6 +169,16 @@ export async function createEngineFromModelDir(
     samplingDefaults: readSamplingDefaults(dir),
     grammar,
   };
+}
+
+/**
+ * The CPU model on its own thread overlaps each forward with the previous step's HTTP work, but
+ * only pays where that work has a core of its own: on 2 cores with 2 compute threads the three
+ * threads contend and served c=32 lost 5-10% (docs/benchmarks/cpu.md, session 13).
+ * MOESERVE_MODEL_THREAD=1 / 0 overrides.
+ */
+function wantsModelThread(values: Record<string, unknown>): boolean {
+  return readEnv().modelThread ?? availableParallelism() > cpuThreadsFrom(values, 1);
 }
 
 /** `serve --backend cpu`: the model on its own thread, loaded with serve's options. */
@@ -388,9 +398,8 @@ export const serveCommand: Command = {
       },
     );
     if (dist === 'other-host') return 0;
-    // The CPU model on its own thread, so each forward overlaps the previous step's HTTP work.
     const thread =
-      !dist && backend === 'cpu' && readEnv().modelThread
+      !dist && backend === 'cpu' && wantsModelThread(values)
         ? await cpuModelThread(dir, values)
         : null;
     const serving = await createEngineFromModelDir(dir, {
@@ -434,7 +443,9 @@ export const serveCommand: Command = {
     await app.listen({ host, port });
     const bound = (app.server.address() as AddressInfo | null)?.port ?? port; // --port 0 picks one
     const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
-    console.log(`moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${backend})`);
+    console.log(
+      `moeserve: serving ${modelName} at ${where}/v1 (${dir}, ${backend}${thread ? ', model thread' : ''})`,
+    );
     // A rank or the model thread that dies ends the server, even between requests.
     if (dist) exitOnFailure(dist.group.failed, app, () => dist.group.abort());
     if (thread) exitOnFailure(thread.failed, app);

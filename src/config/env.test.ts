@@ -18,6 +18,13 @@ describe('readEnv (the one reader of environment variables)', () => {
     expect(e.hangWatchdogSeconds).toBeUndefined();
     expect(e.home).toBe('/root');
     expect(e.cudaRoots).toEqual([]);
+    expect(e.modelThread).toBeUndefined(); // serve decides by the cores left
+  });
+
+  it('reads MOESERVE_MODEL_THREAD as on, off, or unset for anything else', () => {
+    expect(readEnv({ MOESERVE_MODEL_THREAD: '1' }).modelThread).toBe(true);
+    expect(readEnv({ MOESERVE_MODEL_THREAD: '0' }).modelThread).toBe(false);
+    expect(readEnv({ MOESERVE_MODEL_THREAD: 'yes' }).modelThread).toBeUndefined();
   });
 
   it('parses lists, switches and numbers, and treats empty or invalid values as unset', () => {

@@ -31,8 +31,11 @@ export interface MoeserveEnv {
   readonly gemmRsMinRows: number | undefined;
   /** MOESERVE_CPU_MHZ: the clock bench:cpu uses for peaks instead of measuring it. */
   readonly cpuMhz: number | undefined;
-  /** MOESERVE_MODEL_THREAD=0: `serve --backend cpu` runs the model on the main thread (default: its own thread). */
-  readonly modelThread: boolean;
+  /**
+   * MOESERVE_MODEL_THREAD=1 / 0: `serve --backend cpu` runs the model on its own thread, or on
+   * the main thread; unset: its own thread when a core is left beside the --cpu-threads ones.
+   */
+  readonly modelThread: boolean | undefined;
   /** CUDA_HOME, CUDA_PATH: toolkit roots, in that order. */
   readonly cudaRoots: readonly string[];
   /** CUDA_VISIBLE_DEVICES: the GPUs this host's ranks are spread over. */
@@ -76,7 +79,12 @@ export function readEnv(
     hangWatchdogSeconds: positive('MOESERVE_HANG_WATCHDOG_S'),
     gemmRsMinRows: positive('MOESERVE_GEMM_RS_MIN_ROWS'),
     cpuMhz: positive('MOESERVE_CPU_MHZ'),
-    modelThread: env['MOESERVE_MODEL_THREAD'] !== '0',
+    modelThread:
+      env['MOESERVE_MODEL_THREAD'] === '1'
+        ? true
+        : env['MOESERVE_MODEL_THREAD'] === '0'
+          ? false
+          : undefined,
     cudaRoots: [str('CUDA_HOME'), str('CUDA_PATH')].filter((d): d is string => d !== undefined),
     cudaVisibleDevices: str('CUDA_VISIBLE_DEVICES'),
     home: str('HOME') ?? '/root',
