@@ -174,7 +174,7 @@ export async function createEngineFromModelDir(
 /**
  * The CPU model on its own thread overlaps each forward with the previous step's HTTP work, but
  * only pays where that work has a core of its own: on 2 cores with 2 compute threads the three
- * threads contend and served c=32 lost 5-10% (docs/benchmarks/cpu.md, session 13).
+ * threads contend and served c=32 lost 11 of 12 rounds, about 8% (docs/benchmarks/cpu.md, session 13).
  * MOESERVE_MODEL_THREAD=1 / 0 overrides.
  */
 function wantsModelThread(values: Record<string, unknown>): boolean {

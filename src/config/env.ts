@@ -54,6 +54,9 @@ const LIB_VARS: Readonly<Record<LibraryFile, string>> = {
   nccl: 'MOESERVE_LIBNCCL',
 };
 
+/** A three-way switch: '1' on, '0' off, anything else unset (the caller decides). */
+const ON_OFF: Readonly<Record<string, boolean>> = { '1': true, '0': false };
+
 /** The variables as moeserve understands them; an empty string counts as unset. */
 export function readEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
@@ -79,12 +82,7 @@ export function readEnv(
     hangWatchdogSeconds: positive('MOESERVE_HANG_WATCHDOG_S'),
     gemmRsMinRows: positive('MOESERVE_GEMM_RS_MIN_ROWS'),
     cpuMhz: positive('MOESERVE_CPU_MHZ'),
-    modelThread:
-      env['MOESERVE_MODEL_THREAD'] === '1'
-        ? true
-        : env['MOESERVE_MODEL_THREAD'] === '0'
-          ? false
-          : undefined,
+    modelThread: ON_OFF[env['MOESERVE_MODEL_THREAD'] ?? ''],
     cudaRoots: [str('CUDA_HOME'), str('CUDA_PATH')].filter((d): d is string => d !== undefined),
     cudaVisibleDevices: str('CUDA_VISIBLE_DEVICES'),
     home: str('HOME') ?? '/root',

@@ -21,15 +21,11 @@ export interface ModelThreadSpec {
   readonly maxModelLen?: number;
 }
 
-/** The runner's fixed facts, sent once the model is loaded. */
-export interface ModelThreadInfo {
-  readonly vocabSize: number;
-  readonly numPages: number;
-  readonly pageSize: number;
-  readonly maxModelLen: number;
-  readonly eosTokenIds: readonly number[];
-  readonly memory: MemoryReport;
-}
+/** The runner's fixed facts (the in-thread M3ModelRunner's), sent once the model is loaded. */
+export type ModelThreadInfo = Pick<
+  ModelRunner,
+  'vocabSize' | 'numPages' | 'pageSize' | 'maxModelLen' | 'eosTokenIds'
+> & { readonly memory: MemoryReport };
 
 /** Requests to the model thread. */
 export type ToModelThread =
@@ -57,8 +53,7 @@ export type FromModelThread =
   | { readonly kind: 'ready'; readonly info: ModelThreadInfo }
   | { readonly kind: 'load-failed'; readonly error: ThreadError }
   | { readonly kind: 'output'; readonly id: number; readonly out: StepOutput }
-  | { readonly kind: 'failed'; readonly id: number; readonly error: ThreadError }
-  | { readonly kind: 'closed' };
+  | { readonly kind: 'failed'; readonly id: number; readonly error: ThreadError };
 
 interface Pending {
   resolve(out: StepOutput): void;

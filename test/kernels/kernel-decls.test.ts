@@ -21,30 +21,41 @@ const SOURCE = new Map<string, Map<string, CuKernel>>(
 );
 
 const WAIT = /\bgrid_dep_wait\s*\(/;
+const WAITING = new Map<string, ReadonlySet<string>>();
 
-/**
- * Whether a kernel of `file` reaches griddepcontrol.wait: its body calls grid_dep_wait,
- * directly or through device functions of the file that do.
- */
-function waitsForPrevious(file: string, kernel: CuKernel): boolean {
+/** The device functions of `file` that reach grid_dep_wait, directly or through each other. */
+function waitingFunctions(file: string): ReadonlySet<string> {
+  const known = WAITING.get(file);
+  if (known) return known;
   const text = cuSource(KERNEL_DIR, file);
   const fns = new Map<string, string>();
   for (const m of text.matchAll(/__device__[^;{}]*?\b(\w+)\s*\([^;{}]*\)\s*\{/g)) {
     const open = m.index + m[0].length - 1;
     fns.set(m[1]!, text.slice(open, closingBrace(text, open)));
   }
-  const waiting = new Set([...fns].filter(([, b]) => WAIT.test(b)).map(([n]) => n));
-  const calls = (body: string): boolean =>
-    WAIT.test(body) || [...waiting].some((n) => new RegExp(`\\b${n}\\s*[<(]`).test(body));
+  const waiting = new Set<string>();
   for (let grew = true; grew;) {
     grew = false;
     for (const [n, b] of fns)
-      if (!waiting.has(n) && calls(b)) {
+      if (!waiting.has(n) && calls(b, waiting)) {
         waiting.add(n);
         grew = true;
       }
   }
-  return calls(kernel.body);
+  WAITING.set(file, waiting);
+  return waiting;
+}
+
+function calls(body: string, waiting: ReadonlySet<string>): boolean {
+  return WAIT.test(body) || [...waiting].some((n) => new RegExp(`\\b${n}\\s*[<(]`).test(body));
+}
+
+/**
+ * Whether a kernel of `file` reaches griddepcontrol.wait: its body calls grid_dep_wait,
+ * directly or through device functions of the file that do.
+ */
+function waitsForPrevious(file: string, kernel: CuKernel): boolean {
+  return calls(kernel.body, waitingFunctions(file));
 }
 
 describe('kernel declarations against the .cu sources', () => {
