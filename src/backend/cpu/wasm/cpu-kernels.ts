@@ -8,138 +8,25 @@ import type { RopeTable } from '../ops/rope.js';
 import { addRmsNormRows, rmsNormRows } from '../ops/norm.js';
 import { widenBf16 } from '../cpu-tensor.js';
 import { PackedPanels, unpackPanels } from '../packed-panels.js';
-import {
-  ATTENTION_FMA_WASM_BASE64,
-  ATTENTION_WASM_BASE64,
-  MATMUL_BF16_WASM_BASE64,
-  MATMUL_PACKED_BF16_FMA_WASM_BASE64,
-  MATMUL_PACKED_BF16_WASM_BASE64,
-  MATMUL_PACKED_FMA_WASM_BASE64,
-  MATMUL_PACKED_WASM_BASE64,
-  MATMUL_WASM_BASE64,
-  ROWOPS_WASM_BASE64,
-} from './kernels-wasm.js';
+import { attentionJob, FLOPS_PER_CACHE_BYTE } from './attention-chunks.js';
+import { kernelThresholds, type CpuKernelsOptions } from './cpu-kernels-options.js';
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
+import { instantiateKernels, KERNEL_EXPORTS, type KernelName } from './kernel-instances.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
 import { msaJobs } from './msa-chunks.js';
+import type { NormRopeRows } from './norm-rope-rows.js';
 import { HeapRopeTable } from './heap-rope-table.js';
 import { HeapScratch, StepTables } from './step-tables.js';
 import { ThreadMode } from './thread-mode.js';
 import { MAX_CHUNKS, ThreadPool } from './thread-pool.js';
-import { wasm } from './wasm-api.js';
 import { WasmHeap } from './wasm-heap.js';
 
-const compiled = new Map<string, object>();
+export type { CpuKernelsOptions } from './cpu-kernels-options.js';
+export type { NormRopeRows } from './norm-rope-rows.js';
 
-function compile(b64: string): object {
-  let mod = compiled.get(b64);
-  if (!mod) {
-    mod = new wasm.Module(Buffer.from(b64, 'base64'));
-    compiled.set(b64, mod);
-  }
-  return mod;
-}
-
-// prettier-ignore
-const EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
-  'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows',
-  'norm_rope_cache'] as const;
 type Row = [string, ...number[]];
 
-/** Below this many flops a kernel runs on the calling thread alone (a job costs a few µs). */
-const MIN_PARALLEL_FLOPS = 200_000;
 const CHUNKS_PER_THREAD = 4;
-/**
- * From this many flops a job is split over the threads, waking sleeping workers; below it, it
- * runs on the caller alone (a handoff costs a few µs). At 300 kFLOP a decode B=1 step splits
- * its GEMVs from the q/k/v projections up (~15 µs each on one thread), which come often enough
- * (each layer) that the worker stays awake spinning between them. Measured on session 13's
- * Zen 5 VM, B=1 ctx 256 on 2 threads, against 4 MFLOP (where no B=1 job split): 0.52-0.58 →
- * 0.42-0.49 ms a step (faster in 23-24 of 24 block pairs, three runs); B=8 −4%, B=1 ctx 4,000
- * −3%, B=32 even; with a CPU hog on the other core +2% (ThreadMode then mostly runs solo).
- * At 600 kFLOP B=1 gained nothing: its few larger jobs came too far apart, so each woke a
- * sleeping worker. (Sessions 5-7 measured splitting B=1 1.5-3× slower at load 6-9, before
- * ThreadMode timed the threaded jobs against solo ones.)
- */
-const MIN_WAKE_FLOPS = 300_000;
-
-/**
- * Flops a byte of KV (or index key) cache rows counts for in the work of attention and MSA
- * selection, whose time goes to reading those rows, not to their few flops per byte: measured
- * at decode B=32 ctx 256, a sparse layer's attention (2.1 MFLOP, 2.1 MB of K and V rows) and
- * MSA selection (2.1 MFLOP, 2.1 MB of index keys) each took ~350 µs on one thread, what
- * ~17 MFLOP of matmul take, yet by their flops they stayed under the then 4 MFLOP wake
- * threshold, on the caller alone. 4, not the measured ~8: at B=1 ctx 256 a layer's attention
- * (0.3 MB of rows, ~4 µs) then counts as ~0.3 MFLOP, near MIN_WAKE_FLOPS, not far above it.
- */
-const FLOPS_PER_CACHE_BYTE = 4;
-
-/**
- * From this many bytes of K and V in a step's sequences (beyond half of a 2 MB L2) attention
- * units touch their rows before reading them (attention.wat's $touch): the rows then come
- * from DRAM or L3 many lines at a time. Below it they are mostly cached (a prefill of 512
- * tokens: 0.5 MB) and touching only adds loads.
- */
-const TOUCH_MIN_BYTES = 1 << 20;
-
-/** Bytes of the cache that the step's sequences hold, `rowBytes` per position. */
-function cacheBytes(batch: ForwardBatch, rowBytes: number): number {
-  let n = 0;
-  for (const s of batch.seqs) n += s.numCached + s.numNew;
-  return n * rowBytes;
-}
-
-/** The operands of `CpuKernels.normRopeCache` (see Backend.normRopeCache). */
-export interface NormRopeRows {
-  readonly q: Float32Array;
-  readonly k: Float32Array;
-  readonly v: Float32Array | null;
-  readonly qNorm: Float32Array;
-  readonly kNorm: Float32Array;
-  readonly kCache: Float32Array;
-  readonly vCache: Float32Array | null;
-  readonly numQHeads: number;
-  readonly numKHeads: number;
-  readonly headDim: number;
-  readonly rotaryDim: number;
-  readonly eps: number;
-}
-
-export interface CpuKernelsOptions {
-  /** Threads the kernels use, the caller's included (default 1). */
-  readonly threads?: number;
-  /**
-   * Kernels of fewer flops run on the calling thread alone (default 200k: a job costs a few
-   * µs). Tests set 0 so that every kernel of a small model is split.
-   */
-  readonly minParallelFlops?: number;
-  /**
-   * Kernels of fewer flops run on the calling thread alone; from it they wake the workers and
-   * split (default MIN_WAKE_FLOPS, 300k, when minParallelFlops is not set, else
-   * minParallelFlops, so tests that split every kernel also wake the workers).
-   */
-  readonly minWakeFlops?: number;
-  /**
-   * The packed matmul and the attention kernels (their dot products and weighted sums) with
-   * fused multiply-add (relaxed SIMD; default: where this process has it, see
-   * fusedMultiplyAdd) or with a multiply then an add (false). Either way each output is the
-   * same fixed chain of operations, the same bits at any thread count; the two differ in
-   * rounding (one per step against two).
-   */
-  readonly fma?: boolean;
-  /**
-   * Choose by measurement whether splittable jobs use the worker threads or the caller alone
-   * (ThreadMode; default: on unless minParallelFlops is set, so tests that split every kernel
-   * always exercise the workers). Outputs are the same bits either way.
-   */
-  readonly adaptiveThreads?: boolean;
-  /**
-   * Attention touches each unit's cache rows before reading them from this many bytes of K
-   * and V in the step's sequences (default TOUCH_MIN_BYTES; tests set 0 or Infinity).
-   * Touching only loads: the outputs are the same bits either way.
-   */
-  readonly attentionTouchMinBytes?: number;
-}
 
 /**
  * The CPU backend's memory and hot kernels. matmul, attention and MSA selection run the WASM
@@ -170,36 +57,21 @@ export class CpuKernels {
   private readonly mode: ThreadMode;
 
   constructor(o: CpuKernelsOptions = {}) {
-    this.minParallelFlops = o.minParallelFlops ?? MIN_PARALLEL_FLOPS;
-    this.minWakeFlops = o.minWakeFlops ?? o.minParallelFlops ?? MIN_WAKE_FLOPS;
-    this.touchMinBytes = o.attentionTouchMinBytes ?? TOUCH_MIN_BYTES;
-    const threads = o.threads ?? 1;
-    if (!Number.isInteger(threads) || threads < 1 || threads > 256)
-      throw new Error(`CPU threads: ${threads} is not an integer in 1..256`);
-    this.threads = threads;
-    this.mode = new ThreadMode(
-      threads > 1 && (o.adaptiveThreads ?? o.minParallelFlops === undefined),
-    );
+    const t = kernelThresholds(o);
+    this.threads = t.threads;
+    this.minParallelFlops = t.minParallelFlops;
+    this.minWakeFlops = t.minWakeFlops;
+    this.touchMinBytes = t.touchMinBytes;
+    this.mode = new ThreadMode(t.adaptive);
     if (o.fma && !fusedMultiplyAdd())
       throw new Error('CPU kernels: fma requested, but this runtime has no fused relaxed_madd');
     this.fma = o.fma ?? fusedMultiplyAdd();
-    const modules = [
-      MATMUL_WASM_BASE64,
-      MATMUL_BF16_WASM_BASE64,
-      this.fma ? MATMUL_PACKED_FMA_WASM_BASE64 : MATMUL_PACKED_WASM_BASE64,
-      this.fma ? MATMUL_PACKED_BF16_FMA_WASM_BASE64 : MATMUL_PACKED_BF16_WASM_BASE64,
-      this.fma ? ATTENTION_FMA_WASM_BASE64 : ATTENTION_WASM_BASE64,
-      ROWOPS_WASM_BASE64,
-    ].map(compile);
-    const exports: Record<string, unknown> = {};
-    for (const m of modules)
-      Object.assign(exports, new wasm.Instance(m, { env: { memory: this.heap.memory } }).exports);
-    const fns = EXPORTS.map((n) => exports[n] as (...a: number[]) => void);
-    this.zeroFn = exports['zero'] as (p: number, bytes: number) => void;
-    this.pool = new ThreadPool(threads, this.heap.memory, modules, EXPORTS, fns);
+    const k = instantiateKernels(this.heap.memory, this.fma);
+    this.zeroFn = k.zero;
+    this.pool = new ThreadPool(t.threads, this.heap.memory, k.modules, KERNEL_EXPORTS, k.fns);
     // one scratch block per chunk: chunks of a job run concurrently, on any thread
     this.scratch = Array.from(
-      { length: Math.min(CHUNKS_PER_THREAD * threads, MAX_CHUNKS) },
+      { length: Math.min(CHUNKS_PER_THREAD * t.threads, MAX_CHUNKS) },
       () => new HeapScratch(this.heap),
     );
   }
@@ -356,32 +228,12 @@ export class CpuKernels {
       return;
     }
     this.tables.fill(batch, layout);
-    const S = batch.pageSize;
-    const T = layout.numTokens;
-    const maxPos = this.tables.maxPos;
-    const maxBlocks = a.blocks ? a.topk : Math.floor(maxPos / S) + 1;
-    const maxKeys = a.blocks ? a.topk * S : maxPos + 1;
-    const blistLen = (maxBlocks + 1 + 3) & ~3; // + the touch result (attention.wat)
-    const keysLen = (maxKeys + 8 + 3) & ~3;
-    // flops, plus the K and V rows each (token, KV head) reads, FLOPS_PER_CACHE_BYTE each
-    const cache = FLOPS_PER_CACHE_BYTE * 8 * a.headDim * a.numKvHeads * T * maxKeys;
-    const work = 4 * a.headDim * a.numHeads * T * maxKeys + cache;
-    const chunks = this.chunksFor(work);
-    // Dense with tokens enough for every chunk: a unit takes all KV groups of its token (one
-    // pass touches whole cache rows), else one (token, group).
-    const gpu = a.blocks === null && a.numKvHeads > 1 && T >= chunks ? a.numKvHeads : 1;
-    const units = (T * a.numKvHeads) / gpu;
-    const n = Math.min(units, chunks);
-    const touch = cacheBytes(batch, 8 * a.numKvHeads * a.headDim) >= this.touchMinBytes ? 1 : 0;
-    const rows: Row[] = [];
-    for (let i = 0; i < n; i++) {
-      const s = this.scratch[i]!.f32(blistLen + 2 * keysLen); // blist, then two heads' scores
-      const sp = s.byteOffset + blistLen * 4;
-      // prettier-ignore
-      rows.push(['attention', a.out.byteOffset, a.q.byteOffset, a.k.byteOffset, a.v.byteOffset,
-        this.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
-        a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, s.byteOffset, sp, sp + keysLen * 4, gpu, touch]);
-    }
+    const { rows, work } = attentionJob(a, batch, layout, {
+      tables: this.tables,
+      scratch: this.scratch,
+      chunksFor: (w) => this.chunksFor(w),
+      touchMinBytes: this.touchMinBytes,
+    });
     this.run(rows, work);
   }
 
@@ -459,7 +311,7 @@ export class CpuKernels {
 
   /** One row kernel over `rows` rows, cut into chunks of consecutive rows. */
   private byRows(
-    fn: (typeof EXPORTS)[number],
+    fn: KernelName,
     rows: number,
     flopsPerRow: number,
     args: (r0: number, r1: number) => number[],
