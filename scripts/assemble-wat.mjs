@@ -113,3 +113,52 @@ export function fmaVariant(text, allFused = true) {
   if (allFused && /f32x4\.mul/.test(out)) throw new Error('fmaVariant: a multiply is left unfused');
   return out;
 }
+
+/**
+ * The bf16 K/V variant of attention.wat: the K and V caches hold bf16 bits (u16 rows of
+ * Hkv·Dh, half the bytes of float32), so each row stride, head offset and touched width
+ * halves, and each load of 4 keys' or values' elements widens them exactly to f32 (zero-extend
+ * to 32 bits, shift left 16). q, the scores and the output stay float32, and the arithmetic,
+ * so every result bit, is the f32 kernel's on the widened values. The MSA functions (index
+ * keys stay f32) are left unexported: the f32 module exports them. Exported as
+ * "attention_kv16".
+ */
+export function kvBf16Variant(text) {
+  const half = (e) => `(i32.shr_u ${e} (i32.const 1))`;
+  const widen = (load) => `(i32x4.shl ${load} (i32.const 16))`;
+  const rules = [
+    [
+      /\(local\.set \$kvW4 (\(i32\.mul \(local\.get \$Hkv\) \(local\.get \$Dh4\)\))\)/,
+      (_, e) => `(local.set $kvW4 ${half(e)})`,
+    ],
+    [
+      /\(i32\.add \(local\.get \$(k|v)\) (\(i32\.mul \(local\.get \$g\) \(local\.get \$Dh4\)\))\)/g,
+      (_, kv, e) => `(i32.add (local.get $${kv}) ${half(e)})`,
+    ],
+    [
+      /\(local\.set \$tw (\(select \(i32\.mul \(local\.get \$gpu\) \(local\.get \$Dh4\)\) \(local\.get \$Dh4\) \(i32\.eqz \(local\.get \$blocks\)\)\))\)/,
+      (_, e) => `(local.set $tw ${half(e)})`,
+    ],
+    [
+      /\(v128\.load \(i32\.add \(local\.get \$(kp|k1|k2|k3)\) \(local\.get \$i\)\)\)/g,
+      (_, k) => widen(`(v128.load16x4_u (i32.add (local.get $${k}) ${half('(local.get $i)')}))`),
+    ],
+    [
+      /\(i32\.add \(local\.get \$vb\) \(local\.get \$c\)\)/g,
+      `(i32.add (local.get $vb) ${half('(local.get $c)')})`,
+    ],
+    [
+      /\(v128\.load offset=(\d+) \(local\.get \$vp\)\)/g,
+      (_, off) => widen(`(v128.load16x4_u offset=${Number(off) / 2} (local.get $vp))`),
+    ],
+    [/\(export "attention"\)/, '(export "attention_kv16")'],
+    [/ \(export "msa_\w+"\)/g, ''],
+  ];
+  let out = text;
+  for (const [re, to] of rules) {
+    const next = out.replace(re, to);
+    if (next === out) throw new Error(`kvBf16Variant: no match for ${re}`);
+    out = next;
+  }
+  return out;
+}

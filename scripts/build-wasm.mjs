@@ -6,7 +6,13 @@
 // A test (wasm-kernels.test.ts) fails when the embedded bytes and the .wat sources disagree.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { assembleWat, bf16Variant, fmaVariant, packedBf16Variant } from './assemble-wat.mjs';
+import {
+  assembleWat,
+  bf16Variant,
+  fmaVariant,
+  kvBf16Variant,
+  packedBf16Variant,
+} from './assemble-wat.mjs';
 
 /** Each kernel module: its .wat file, the exported base64 constant, a text transform. */
 const KERNEL_MODULES = [
@@ -15,10 +21,16 @@ const KERNEL_MODULES = [
   ['matmul-packed.wat', 'MATMUL_PACKED_WASM_BASE64', (t) => t],
   ['matmul-packed.wat', 'MATMUL_PACKED_BF16_WASM_BASE64', packedBf16Variant],
   ['matmul-packed.wat', 'MATMUL_PACKED_FMA_WASM_BASE64', fmaVariant],
-  ['matmul-packed.wat', 'MATMUL_PACKED_BF16_FMA_WASM_BASE64', (t) => fmaVariant(packedBf16Variant(t))],
+  [
+    'matmul-packed.wat',
+    'MATMUL_PACKED_BF16_FMA_WASM_BASE64',
+    (t) => fmaVariant(packedBf16Variant(t)),
+  ],
   ['fma-probe.wat', 'FMA_PROBE_WASM_BASE64', (t) => t],
   ['attention.wat', 'ATTENTION_WASM_BASE64', (t) => t],
   ['attention.wat', 'ATTENTION_FMA_WASM_BASE64', (t) => fmaVariant(t, false)],
+  ['attention.wat', 'ATTENTION_KV16_WASM_BASE64', kvBf16Variant],
+  ['attention.wat', 'ATTENTION_KV16_FMA_WASM_BASE64', (t) => kvBf16Variant(fmaVariant(t, false))],
   ['rowops.wat', 'ROWOPS_WASM_BASE64', (t) => t],
 ];
 

@@ -15,6 +15,7 @@ import { w8a8Applies, w8a8Dequantize, w8a8MoeApplies } from '../../tensor/fp8-ac
 import type { Fp8Scaling } from '../../tensor/fp8-weight.js';
 import { numel, shapeStr, type Shape } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
+import { Bf16KvCaches } from './bf16-kv-caches.js';
 import { CpuTensor, f32, i32 } from './cpu-tensor.js';
 import { fillRandomHost } from './fill-random.js';
 import { KernelWeights } from './kernel-weights.js';
@@ -32,6 +33,12 @@ export interface CpuBackendOptions extends CpuKernelsOptions {
    * for tests that check every such output is written whole before it is read.
    */
   readonly poisonUninitialized?: boolean;
+  /**
+   * What the KV caches (the tensors allocated as bf16) hold: 'f32' (default: float32, the
+   * reference) or 'bf16', rounded on write, attention reading half-width copies (Bf16KvCaches;
+   * vLLM's --kv-cache-dtype naming).
+   */
+  readonly kvCacheDtype?: 'f32' | 'bf16';
 }
 
 interface CpuBatchMeta extends BatchMeta {
@@ -50,6 +57,8 @@ export class CpuBackend implements Backend {
   readonly memory = 'host' as const;
   readonly kernels: CpuKernels;
   private readonly weights: KernelWeights;
+  /** The bf16 KV caches (kvCacheDtype 'bf16'), or null. */
+  private readonly kv16: Bf16KvCaches | null;
 
   private readonly poison: boolean;
   /** Weights holding an FP8 weight's dequantized values, by the tensor they lie in. */
@@ -60,6 +69,7 @@ export class CpuBackend implements Backend {
     this.kernels = new CpuKernels(o);
     this.poison = o.poisonUninitialized ?? false;
     this.weights = new KernelWeights(this.kernels.heap);
+    this.kv16 = o.kvCacheDtype === 'bf16' ? new Bf16KvCaches(this.kernels.heap) : null;
   }
 
   /** Ends the kernels' worker threads. */
@@ -104,6 +114,7 @@ export class CpuBackend implements Backend {
       throw new Error(`write: ${data.length} values for shape ${shapeStr(dst.shape)}`);
     d.set(data);
     this.weights.written(dst as CpuTensor);
+    this.kv16?.written(dst as CpuTensor);
   }
 
   markDequantizedFp8(t: Tensor, scaling: Fp8Scaling): void {
@@ -135,6 +146,7 @@ export class CpuBackend implements Backend {
   free(t: Tensor): void {
     if (t instanceof CpuTensor && t.owner) {
       this.weights.freed(t);
+      this.kv16?.freed(t);
       this.kernels.heap.free(t.data);
     }
   }
@@ -142,6 +154,7 @@ export class CpuBackend implements Backend {
   fillRandom(t: Tensor, seed: number, scale: number): void {
     fillRandomHost(f32(t, 'fillRandom'), seed, scale, t.dtype === 'bf16');
     this.weights.written(t as CpuTensor);
+    this.kv16?.written(t as CpuTensor);
   }
 
   view(t: Tensor, shape: Shape): Tensor {
@@ -273,8 +286,13 @@ export class CpuBackend implements Backend {
   normRopeCache(a: NormRopeCacheArgs, meta: BatchMeta): void {
     const m = meta as CpuBatchMeta;
     const table = this.ropeTableOf(m, a.rotaryDim, a.theta);
-    if (!fusedNormRopeCache(this.kernels, a, meta, m.layout, table))
-      normRopeCacheSteps(this, a, meta);
+    if (!fusedNormRopeCache(this.kernels, a, meta, m.layout, table)) {
+      normRopeCacheSteps(this, a, meta); // its writeCache calls round the rows
+      return;
+    }
+    const width = a.numKHeads * a.headDim;
+    for (const c of [a.kCache, a.vCache])
+      if (c) this.kv16?.rowsWritten(c as CpuTensor, m.layout.slots, width);
   }
 
   /** The step's RoPE cos/sin for (rotaryDim, theta), computed at first use. */
@@ -298,6 +316,7 @@ export class CpuBackend implements Backend {
     const layout = (meta as CpuBatchMeta).layout;
     if (fp8) writeCacheRows(c, xv, layout.slots, width, scale);
     else this.kernels.writeCache(c, xv, meta.batch, layout, width);
+    this.kv16?.rowsWritten(cache as CpuTensor, layout.slots, width);
   }
 
   attention(
@@ -323,6 +342,9 @@ export class CpuBackend implements Backend {
       },
       meta.batch,
       (meta as CpuBatchMeta).layout,
+      this.kv16?.applies(k as CpuTensor) && this.kv16.applies(v as CpuTensor)
+        ? { k: this.kv16.copyOf(k as CpuTensor), v: this.kv16.copyOf(v as CpuTensor) }
+        : undefined,
     );
   }
 

@@ -32,6 +32,8 @@ export interface AttentionSetup {
   readonly chunksFor: (work: number) => number;
   /** attentionTouchMinBytes (CpuKernelsOptions). */
   readonly touchMinBytes: number;
+  /** Half-width K and V copies to read instead of a.k and a.v (attention_kv16), or null. */
+  readonly kv16: { readonly k: Uint16Array; readonly v: Uint16Array } | null;
 }
 
 /**
@@ -59,13 +61,17 @@ export function attentionJob(
   const gpu = a.blocks === null && a.numKvHeads > 1 && T >= chunks ? a.numKvHeads : 1;
   const units = (T * a.numKvHeads) / gpu;
   const n = Math.min(units, chunks);
-  const touch = cacheBytes(batch, 8 * a.numKvHeads * a.headDim) >= s.touchMinBytes ? 1 : 0;
+  const kvBytes = s.kv16 ? 4 : 8; // K and V bytes per cached element
+  const touch = cacheBytes(batch, kvBytes * a.numKvHeads * a.headDim) >= s.touchMinBytes ? 1 : 0;
+  const [fn, k, v] = s.kv16
+    ? ['attention_kv16', s.kv16.k.byteOffset, s.kv16.v.byteOffset]
+    : ['attention', a.k.byteOffset, a.v.byteOffset];
   const rows: Row[] = [];
   for (let i = 0; i < n; i++) {
     const sc = s.scratch[i]!.f32(blistLen + 2 * keysLen); // blist, then two heads' scores
     const sp = sc.byteOffset + blistLen * 4;
     // prettier-ignore
-    rows.push(['attention', a.out.byteOffset, a.q.byteOffset, a.k.byteOffset, a.v.byteOffset,
+    rows.push([fn, a.out.byteOffset, a.q.byteOffset, k, v,
       s.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
       a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, sc.byteOffset, sp, sp + keysLen * 4, gpu, touch]);
   }

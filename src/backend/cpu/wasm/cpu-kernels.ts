@@ -219,8 +219,16 @@ export class CpuKernels {
     this.pool.run([['scatter_add', out.byteOffset, y.byteOffset, rows.byteOffset, w.byteOffset, rows.length, 4 * width]], false);
   }
 
-  /** Paged causal GQA attention (dense, or over `a.blocks`); see Backend.attention. */
-  attention(a: PagedAttentionArgs, batch: ForwardBatch, layout: BatchLayout): void {
+  /**
+   * Paged causal GQA attention (dense, or over `a.blocks`); see Backend.attention. `kv16`:
+   * half-width copies of a.k and a.v (Bf16KvCaches) that the WASM kernel reads instead.
+   */
+  attention(
+    a: PagedAttentionArgs,
+    batch: ForwardBatch,
+    layout: BatchLayout,
+    kv16?: { readonly k: Uint16Array; readonly v: Uint16Array },
+  ): void {
     const h = this.heap;
     const inHeap = [a.out, a.q, a.k, a.v].every((x) => h.owns(x));
     if (a.headDim % 16 !== 0 || !inHeap || (a.blocks !== null && !h.owns(a.blocks))) {
@@ -233,6 +241,7 @@ export class CpuKernels {
       scratch: this.scratch,
       chunksFor: (w) => this.chunksFor(w),
       touchMinBytes: this.touchMinBytes,
+      kv16: kv16 && h.owns(kv16.k) && h.owns(kv16.v) ? kv16 : null,
     });
     this.run(rows, work);
   }

@@ -1,0 +1,76 @@
+import type { CpuTensor } from './cpu-tensor.js';
+import type { WasmHeap } from './wasm/wasm-heap.js';
+
+/** float32 bits → bf16 bits, round to nearest even, NaN kept quiet. */
+function bf16Bits(x: number): number {
+  return (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+}
+
+/**
+ * `kvCacheDtype: 'bf16'` on the CPU (CpuBackendOptions): caches of dtype bf16 (K, V, MSA
+ * index keys) hold bf16 values. Their float32 blocks stay, so every reader (MSA selection, the
+ * JS kernels, readF32) works unchanged, but each row a cache write (writeCache, normRopeCache)
+ * stores is rounded to bf16 (nearest even), and attention reads a half-width copy of K and V
+ * instead: decode at B=32 ctx 256 reads ~30 MB of cache rows a step, most of it from DRAM,
+ * and attention was ~20% of a step. The copy widens exactly, so attention computes the same
+ * bits as over the rounded float32 block. A tensor counts as a cache from its first cache
+ * write or attention (weights, also bf16, never get there); the copy is made at the first
+ * attention after a host write (write, fillRandom; the whole block is rounded then) and kept
+ * up to date row by row; freeing the cache frees it.
+ */
+export class Bf16KvCaches {
+  private readonly copies = new WeakMap<CpuTensor, Uint16Array>();
+
+  constructor(private readonly heap: WasmHeap) {}
+
+  /** Whether attention reads `t` as a bf16 cache (through copyOf). */
+  applies(t: CpuTensor): boolean {
+    return (t.base ?? t).dtype === 'bf16' && t.data instanceof Float32Array;
+  }
+
+  /** The host wrote `t` (or a view of it): a cache's copy is dropped (made again, rounded). */
+  written(t: CpuTensor): void {
+    this.drop(t.base ?? t);
+  }
+
+  /** Cache rows slots[i] (of `width` values) were written: rounded, and copied if a copy exists. */
+  rowsWritten(t: CpuTensor, slots: Int32Array, width: number): void {
+    const b = t.base ?? t;
+    if (!this.applies(b)) return;
+    const data = b.data as Float32Array;
+    const copy = this.copies.get(b) ?? null;
+    for (const s of slots) roundRange(data, s * width, (s + 1) * width, copy);
+  }
+
+  /** The half-width copy attention reads; made at first use, rounding the block in place. */
+  copyOf(t: CpuTensor): Uint16Array {
+    const b = t.base ?? t;
+    let copy = this.copies.get(b);
+    if (!copy) {
+      copy = this.heap.u16(b.data.length, false);
+      roundRange(b.data as Float32Array, 0, b.data.length, copy);
+      this.copies.set(b, copy);
+    }
+    return copy;
+  }
+
+  freed(t: CpuTensor): void {
+    this.drop(t);
+  }
+
+  private drop(t: CpuTensor): void {
+    const copy = this.copies.get(t);
+    if (copy) this.heap.free(copy);
+    this.copies.delete(t);
+  }
+}
+
+/** data[from, to) rounded to bf16 in place, the bits also into `copy` when given. */
+function roundRange(data: Float32Array, from: number, to: number, copy: Uint16Array | null): void {
+  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+  for (let i = from; i < to; i++) {
+    const h = bf16Bits(bits[i]!);
+    bits[i] = h << 16;
+    if (copy) copy[i] = h;
+  }
+}

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { layoutBatch, type ForwardBatch } from '../../forward-batch.js';
+import type { PagedAttentionArgs } from '../ops/attention.js';
+import { CpuKernels } from './cpu-kernels.js';
+import { fusedMultiplyAdd } from './fused-multiply-add.js';
+
+const FMA_MODES = fusedMultiplyAdd() ? [false, true] : [false];
+const S = 4;
+const P = 48;
+const Dh = 16;
+
+/** Values rounded to bf16 (truncated: any bf16 will do), with their bits. */
+function bf16Filled(k: CpuKernels, n: number, seed: number): [Float32Array, Uint16Array] {
+  const f = k.heap.f32(n);
+  const h = k.heap.u16(n);
+  const bits = new Uint32Array(f.buffer, f.byteOffset, n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    f[i] = (s / 2 ** 31 - 0.5) * 2;
+    h[i] = bits[i]! >>> 16;
+    bits[i] = h[i]! << 16;
+  }
+  return [f, h];
+}
+
+function filled(k: CpuKernels, n: number, seed: number): Float32Array {
+  return bf16Filled(k, n, seed)[0];
+}
+
+// prefill, decode and a longer decode; page tables shuffled
+function batchOf(): ForwardBatch {
+  const seqs: [number, number][] = [
+    [0, 9],
+    [13, 1],
+    [41, 1],
+    [30, 3],
+  ];
+  let next = 0;
+  return {
+    tokenIds: new Int32Array(14),
+    seqs: seqs.map(([numCached, numNew]) => {
+      const n = Math.ceil((numCached + numNew) / S);
+      const pageTable = Int32Array.from({ length: n }, (_, i) => ((next + i) * 7 + 3) % P);
+      next += n;
+      return { numCached, numNew, pageTable };
+    }),
+    pageSize: S,
+    logitsFor: 'last',
+  };
+}
+
+/** Blocks of MSA attention: each token's last block and up to topk − 1 before it. */
+function blocksOf(k: CpuKernels, positions: Int32Array, Hkv: number, topk: number): Int32Array {
+  const T = positions.length;
+  const b = k.heap.i32(Hkv * T * topk);
+  b.fill(-1);
+  for (let g = 0; g < Hkv; g++)
+    for (let t = 0; t < T; t++) {
+      const nb = Math.floor(positions[t]! / S) + 1;
+      for (let i = 0; i < Math.min(topk, nb); i++) b[(g * T + t) * topk + i] = nb - 1 - i * (g + 1);
+      for (let i = 0; i < topk; i++)
+        if (b[(g * T + t) * topk + i]! < 0) b[(g * T + t) * topk + i] = -1;
+    }
+  return b;
+}
+
+describe.each(FMA_MODES)('attention over bf16 K/V copies (attention_kv16, fma %s)', (fma) => {
+  it.each([
+    [4, 2, 0, 1, 0],
+    [4, 2, 3, 2, 0],
+    [2, 2, 0, 2, Infinity],
+    [2, 2, 3, 1, 0],
+    [4, 2, 0, 2, Infinity],
+  ])(
+    'H %i, Hkv %i, topk %i, %i threads, touch from %s bytes: the f32 kernel bit for bit',
+    (H, Hkv, topk, threads, touchFrom) => {
+      const k = new CpuKernels({
+        fma,
+        threads,
+        minParallelFlops: 0,
+        attentionTouchMinBytes: touchFrom,
+      });
+      const batch = batchOf();
+      const layout = layoutBatch(batch);
+      const T = layout.numTokens;
+      const [kf, kh] = bf16Filled(k, P * S * Hkv * Dh, 2);
+      const [vf, vh] = bf16Filled(k, P * S * Hkv * Dh, 3);
+      const a: PagedAttentionArgs = {
+        out: k.heap.f32(T * H * Dh),
+        q: filled(k, T * H * Dh, 1),
+        k: kf,
+        v: vf,
+        numHeads: H,
+        numKvHeads: Hkv,
+        headDim: Dh,
+        scale: 0.7,
+        blocks: topk > 0 ? blocksOf(k, layout.positions, Hkv, topk) : null,
+        topk,
+      };
+      const half = k.heap.f32(T * H * Dh);
+      k.attention(a, batch, layout);
+      k.attention({ ...a, out: half }, batch, layout, { k: kh, v: vh });
+      expect(a.out.some((x) => x !== 0)).toBe(true);
+      expect(Array.from(half)).toEqual(Array.from(a.out));
+      k.close();
+    },
+  );
+});
