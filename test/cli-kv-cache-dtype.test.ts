@@ -65,4 +65,25 @@ describe('--kv-cache-dtype on the CLI', () => {
     expect(got).toEqual((await runForward(fp8, ids)).logits);
     expect(got).not.toEqual((await runForward(bf16, ids)).logits);
   });
+
+  it.each([
+    ['bf16', 'bf16'],
+    ['auto', 'f32'],
+  ] as const)(
+    'forward --kv-cache-dtype %s on the CPU gives the logits of %s caches',
+    async (flag, stored) => {
+      const dir = goldenCase('tiny-moe');
+      const ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
+      const file = join(mkdtempSync(join(tmpdir(), 'kvbf16-cli-')), 'out.json');
+      // prettier-ignore
+      execFileSync(process.execPath, args(['forward', '--model', dir, '--ids', ids.join(','),
+        '--out', file, '--kv-cache-dtype', flag, '--cpu-threads', '1']), { stdio: 'ignore' });
+      const got = (JSON.parse(readFileSync(file, 'utf8')) as { logits: number[][] }).logits;
+      const run = async (kvCacheDtype: 'f32' | 'bf16') =>
+        (await runForward(await loadModel(dir, { backend: new CpuBackend({ kvCacheDtype }) }), ids))
+          .logits;
+      expect(got).toEqual(await run(stored));
+      expect(got).not.toEqual(await run(stored === 'bf16' ? 'f32' : 'bf16'));
+    },
+  );
 });

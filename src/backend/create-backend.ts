@@ -6,6 +6,8 @@ export type BackendName = 'cpu' | 'cuda';
 export interface CreateBackendOptions {
   /** Threads of the CPU backend's kernels (`--cpu-threads`; default 1). */
   readonly cpuThreads?: number;
+  /** What the CPU backend's KV caches hold (`--kv-cache-dtype bf16`: bf16; else float32). */
+  readonly cpuKvCacheDtype?: 'f32' | 'bf16';
   /** The CUDA device ordinal to open (default 0). */
   readonly deviceOrdinal?: number;
   /** CUDA: told when a blocking kernel compile starts and ends (a rank's hang watchdog). */
@@ -40,7 +42,11 @@ export async function cudaDeviceCount(): Promise<number> {
  * else in the project needs CUDA libraries to load.
  */
 export async function createBackend(name: string, o: CreateBackendOptions = {}): Promise<Backend> {
-  if (name === 'cpu') return new CpuBackend({ threads: o.cpuThreads ?? 1 });
+  if (name === 'cpu')
+    return new CpuBackend({
+      threads: o.cpuThreads ?? 1,
+      ...(o.cpuKvCacheDtype && { kvCacheDtype: o.cpuKvCacheDtype }),
+    });
   if (name === 'cuda') {
     const mod = await cudaModule();
     if (!mod.createCudaBackend)

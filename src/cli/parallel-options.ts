@@ -5,6 +5,7 @@ import type { ForwardModel } from '../model/forward-model.js';
 import { loadModel, type LoadFormat } from '../model/load-model.js';
 import type { Quantization } from '../model/minimax-m3/quantize-weights.js';
 import { stderrLoadProgress } from './load-options.js';
+import { cpuKvCacheDtypeOption } from './kv-cache-options.js';
 import { createBackend, cudaDeviceCount } from '../backend/create-backend.js';
 import {
   ALLREDUCE_FUSION_MODES,
@@ -155,6 +156,7 @@ export function rankSpecFrom(values: Record<string, unknown>, m: ModelCommandOpt
     quantization: m.quantization ?? null,
     ...(m.kvCacheDtype && { kvCacheDtype: m.kvCacheDtype }),
     cpuThreads: cpuThreadsFrom(values, tp),
+    cpuKvCacheDtype: cpuKvCacheDtypeOption(values),
     ...(typeof traceDir === 'string' && traceDir !== ''
       ? { allReduceTrace: { dir: resolve(traceDir), variant } }
       : {}),
@@ -245,6 +247,7 @@ export async function openModel(
     const model = await loadModel(spec.modelDir, {
       backend: await createBackend(spec.backend, {
         cpuThreads: spec.cpuThreads,
+        ...(spec.cpuKvCacheDtype && { cpuKvCacheDtype: spec.cpuKvCacheDtype }),
         ...(spec.gpuIds && { deviceOrdinal: spec.gpuIds[0] }),
       }),
       fuseSharedExperts: spec.fuseSharedExperts,

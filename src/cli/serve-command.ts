@@ -1,5 +1,5 @@
 import type { KvCacheDtype } from '../model/minimax-m3/kv-cache.js';
-import { KV_CACHE_OPTIONS, kvCacheDtypeOption } from './kv-cache-options.js';
+import { cpuKvCacheDtypeOption, KV_CACHE_OPTIONS, kvCacheDtypeOption } from './kv-cache-options.js';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, homedir } from 'node:os';
@@ -68,6 +68,8 @@ export interface EngineFactoryOptions {
   readonly quantization?: Quantization | null;
   /** `--kv-cache-dtype` resolved (default bf16). */
   readonly kvCacheDtype?: KvCacheDtype;
+  /** What the CPU backend's KV caches hold (`--kv-cache-dtype bf16`: bf16; else float32). */
+  readonly cpuKvCacheDtype?: 'f32' | 'bf16';
   /** Load progress and summary (the serve command shows them on stderr). */
   readonly progress?: LoadProgress;
   /** No tokenizer.json is expected: bytes are token ids, without the missing-file warning. */
@@ -123,7 +125,10 @@ export async function createEngineFromModelDir(
     o.runner ??
     new M3ModelRunner(
       await loadModel(dir, {
-        backend: await createBackend(o.backend, { cpuThreads: o.cpuThreads }),
+        backend: await createBackend(o.backend, {
+          cpuThreads: o.cpuThreads,
+          ...(o.cpuKvCacheDtype && { cpuKvCacheDtype: o.cpuKvCacheDtype }),
+        }),
         ...(o.loadFormat && { loadFormat: o.loadFormat }),
         quantization: o.quantization ?? null,
         ...(o.kvCacheDtype && { kvCacheDtype: o.kvCacheDtype }),
@@ -191,6 +196,7 @@ function cpuModelThread(dir: string, values: Record<string, unknown>): Promise<T
     {
       dir,
       cpuThreads: cpuThreadsFrom(values, 1),
+      cpuKvCacheDtype: cpuKvCacheDtypeOption(values),
       quantization: quantizationOption(values),
       ...(loadFormat && { loadFormat }),
       ...(kvCacheDtype && { kvCacheDtype }),
@@ -405,6 +411,7 @@ export const serveCommand: Command = {
     const serving = await createEngineFromModelDir(dir, {
       backend,
       cpuThreads: cpuThreadsFrom(values, 1),
+      cpuKvCacheDtype: cpuKvCacheDtypeOption(values),
       maxModelLen,
       numPages,
       maxNumSeqs: optionalInt(values, 'max-num-seqs'),

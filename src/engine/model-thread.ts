@@ -54,7 +54,10 @@ async function main(): Promise<void> {
   let runner: M3ModelRunner;
   try {
     const model = await loadModel(spec.dir, {
-      backend: await createBackend('cpu', { cpuThreads: spec.cpuThreads }),
+      backend: await createBackend('cpu', {
+        cpuThreads: spec.cpuThreads,
+        ...(spec.cpuKvCacheDtype && { cpuKvCacheDtype: spec.cpuKvCacheDtype }),
+      }),
       ...(spec.loadFormat && { loadFormat: spec.loadFormat }),
       quantization: spec.quantization,
       ...(spec.kvCacheDtype && { kvCacheDtype: spec.kvCacheDtype }),

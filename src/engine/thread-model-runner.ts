@@ -17,6 +17,8 @@ export interface ModelThreadSpec {
   readonly loadFormat?: LoadFormat;
   readonly quantization: Quantization | null;
   readonly kvCacheDtype?: KvCacheDtype;
+  /** What the CPU backend's KV caches hold (`--kv-cache-dtype bf16`: bf16; else float32). */
+  readonly cpuKvCacheDtype?: 'f32' | 'bf16';
   readonly numPages?: number;
   readonly maxModelLen?: number;
 }

@@ -51,6 +51,7 @@ export async function createRankRuntime(
   const ordinal = spec.gpuIds?.[group.rank % spec.gpuIds.length];
   const backend = await createBackend(spec.backend, {
     cpuThreads: spec.cpuThreads,
+    ...(spec.cpuKvCacheDtype && { cpuKvCacheDtype: spec.cpuKvCacheDtype }),
     ...(ordinal !== undefined && { deviceOrdinal: ordinal }),
     ...(compiling && { onCompile: compiling }),
   });

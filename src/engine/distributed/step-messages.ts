@@ -30,6 +30,8 @@ export interface RankSpec {
   readonly kvCacheDtype?: KvCacheDtype;
   /** Threads of each rank's CPU backend (`--cpu-threads`). */
   readonly cpuThreads?: number;
+  /** What the CPU backend's KV caches hold (`--kv-cache-dtype bf16`: bf16; else float32). */
+  readonly cpuKvCacheDtype?: 'f32' | 'bf16';
   /** Fused-versus-native trace of every deferred reduction (`--allreduce-trace DIR`). */
   readonly allReduceTrace?: { readonly dir: string; readonly variant: ReductionVariant };
   /** Time every collective, with a device sync on each side (benchmarks only). */
