@@ -174,6 +174,20 @@ describe('WasmHeap', () => {
     expect(Array.from(a)).toEqual(new Array<number>(16).fill(7));
   });
 
+  it('size classes are the smallest 2^k · {1, 1.25, 1.5, 1.75, 2} in 64-byte units that fit', () => {
+    const spec = (n: number): number => {
+      if (n <= 64) return 64;
+      const p = 2 ** Math.floor(Math.log2(n));
+      const fits = [1, 1.25, 1.5, 1.75, 2].map((f) => Math.ceil((p * f) / 64) * 64);
+      return fits.find((c) => c >= n)!;
+    };
+    const sizes = [1, 64, 65, 100, 127, 128, 129, 160, 161, 4095, 4096, 4097, 123457, 2 ** 30 - 1];
+    for (const n of [...sizes, 2 ** 30, 2 ** 31 - 1, 2 ** 31, 3e9])
+      expect(sizeClass(n), `${n}`).toBe(spec(n));
+    expect(sizeClass(100)).toBe(128);
+    expect(sizeClass(4097)).toBe(5120);
+  });
+
   it('size classes waste at most 25%', () => {
     for (const n of [65, 100, 1000, 4097, 123457, 10 ** 7]) {
       const c = sizeClass(n);
