@@ -6,3 +6,5 @@ export function bf16Variant(text: string): string;
 export function packedBf16Variant(text: string): string;
 /** The fused multiply-add (f32x4.relaxed_madd) variant of a kernel's text (its accumulations). */
 export function fmaVariant(text: string, allFused?: boolean): string;
+/** The bf16 K/V (and index key) variant of attention.wat's text ("attention_kv16", "msa_*_kv16"). */
+export function kvBf16Variant(text: string): string;

@@ -119,9 +119,10 @@ export function fmaVariant(text, allFused = true) {
  * Hkv·Dh, half the bytes of float32), so each row stride, head offset and touched width
  * halves, and each load of 4 keys' or values' elements widens them exactly to f32 (zero-extend
  * to 32 bits, shift left 16). q, the scores and the output stay float32, and the arithmetic,
- * so every result bit, is the f32 kernel's on the widened values. The MSA functions (index
- * keys stay f32) are left unexported: the f32 module exports them. Exported as
- * "attention_kv16".
+ * so every result bit, is the f32 kernel's on the widened values. MSA scoring reads bf16
+ * index keys the same way ($msaScores: key rows of Di·2 bytes, $Dk, where q rows keep Di·4).
+ * Exported as "attention_kv16", "msa_scores_kv16" and "msa_select_kv16" (msa_pick reads no
+ * keys: the f32 module's).
  */
 export function kvBf16Variant(text) {
   const half = (e) => `(i32.shr_u ${e} (i32.const 1))`;
@@ -151,8 +152,35 @@ export function kvBf16Variant(text) {
       /\(v128\.load offset=(\d+) \(local\.get \$vp\)\)/g,
       (_, off) => widen(`(v128.load16x4_u offset=${Number(off) / 2} (local.get $vp))`),
     ],
+    // $msaScores: key rows of $Dk bytes
+    [/\(local \$op i32\)/, '(local $$op i32) (local $$Dk i32)'],
+    [
+      /\(local\.set \$Di4 \(i32\.shl \(local\.get \$Di\) \(i32\.const 2\)\)\)/,
+      '$&\n    (local.set $$Dk (i32.shl (local.get $$Di) (i32.const 1)))',
+    ],
+    [
+      /\(call \$touchKeys \(local\.get \$kc\) \(local\.get \$pt\) \(local\.get \$pos\) \(local\.get \$S\) \(local\.get \$Di4\)/,
+      '(call $$touchKeys (local.get $$kc) (local.get $$pt) (local.get $$pos) (local.get $$S) (local.get $$Dk)',
+    ],
+    [
+      /\(local\.set \$kp0 \(i32\.add \(local\.get \$kc\) \(i32\.mul \(local\.get \$Di4\)/,
+      '(local.set $$kp0 (i32.add (local.get $$kc) (i32.mul (local.get $$Dk)',
+    ],
+    [
+      /\(local\.get \$kp\)(\s+)\(local\.get \$Di4\) \(local\.get \$Di4\)/g,
+      '(local.get $$kp)$1(local.get $$Dk) (local.get $$Di4)',
+    ],
+    [
+      /\(local\.set \$kp \(i32\.add \(local\.get \$kp\) \(i32\.shl \(local\.get \$Di4\) \(i32\.const 2\)\)\)\)/g,
+      '(local.set $$kp (i32.add (local.get $$kp) (i32.shl (local.get $$Dk) (i32.const 2))))',
+    ],
+    [
+      /\(local\.set \$kp \(i32\.add \(local\.get \$kp\) \(local\.get \$Di4\)\)\)/g,
+      '(local.set $$kp (i32.add (local.get $$kp) (local.get $$Dk)))',
+    ],
     [/\(export "attention"\)/, '(export "attention_kv16")'],
-    [/ \(export "msa_\w+"\)/g, ''],
+    [/\(export "msa_(scores|select)"\)/g, '(export "msa_$1_kv16")'],
+    [/ \(export "msa_pick"\)/, ''],
   ];
   let out = text;
   for (const [re, to] of rules) {

@@ -32,6 +32,7 @@ const KERNEL_MODULES = [
   ['attention.wat', 'ATTENTION_KV16_WASM_BASE64', kvBf16Variant],
   ['attention.wat', 'ATTENTION_KV16_FMA_WASM_BASE64', (t) => kvBf16Variant(fmaVariant(t, false))],
   ['rowops.wat', 'ROWOPS_WASM_BASE64', (t) => t],
+  ['bf16-rows.wat', 'BF16_ROWS_WASM_BASE64', (t) => t],
 ];
 
 const dir = fileURLToPath(new URL('../src/backend/cpu/wasm/', import.meta.url));

@@ -1,5 +1,6 @@
+import type { BatchLayout, ForwardBatch } from '../forward-batch.js';
 import type { CpuTensor } from './cpu-tensor.js';
-import type { WasmHeap } from './wasm/wasm-heap.js';
+import type { CpuKernels } from './wasm/cpu-kernels.js';
 
 /** float32 bits → bf16 bits, round to nearest even, NaN kept quiet. */
 function bf16Bits(x: number): number {
@@ -10,8 +11,8 @@ function bf16Bits(x: number): number {
  * `kvCacheDtype: 'bf16'` on the CPU (CpuBackendOptions): caches of dtype bf16 (K, V, MSA
  * index keys) hold bf16 values. Their float32 blocks stay, so every reader (MSA selection, the
  * JS kernels, readF32) works unchanged, but each row a cache write (writeCache, normRopeCache)
- * stores is rounded to bf16 (nearest even), and attention reads a half-width copy of K and V
- * instead: decode at B=32 ctx 256 reads ~30 MB of cache rows a step, most of it from DRAM,
+ * stores is rounded to bf16 (nearest even), and attention and MSA selection read half-width
+ * copies of K, V and the index keys instead: decode at B=32 ctx 256 reads ~30 MB of cache rows a step, most of it from DRAM,
  * and attention was ~20% of a step. The copy widens exactly, so attention computes the same
  * bits as over the rounded float32 block. A tensor counts as a cache from its first cache
  * write or attention (weights, also bf16, never get there); the copy is made at the first
@@ -21,9 +22,9 @@ function bf16Bits(x: number): number {
 export class Bf16KvCaches {
   private readonly copies = new WeakMap<CpuTensor, Uint16Array>();
 
-  constructor(private readonly heap: WasmHeap) {}
+  constructor(private readonly kernels: CpuKernels) {}
 
-  /** Whether attention reads `t` as a bf16 cache (through copyOf). */
+  /** Whether attention and MSA selection read `t` as a bf16 cache (through copyOf). */
   applies(t: CpuTensor): boolean {
     return (t.base ?? t).dtype === 'bf16' && t.data instanceof Float32Array;
   }
@@ -33,21 +34,25 @@ export class Bf16KvCaches {
     this.drop(t.base ?? t);
   }
 
-  /** Cache rows slots[i] (of `width` values) were written: rounded, and copied if a copy exists. */
-  rowsWritten(t: CpuTensor, slots: Int32Array, width: number): void {
+  /**
+   * The step's cache rows (layout.slots, of `width` values) were written: rounded, and copied
+   * if a copy exists (in WASM where it applies: ~3 ns a value in JS).
+   */
+  rowsWritten(t: CpuTensor, batch: ForwardBatch, layout: BatchLayout, width: number): void {
     const b = t.base ?? t;
     if (!this.applies(b)) return;
     const data = b.data as Float32Array;
     const copy = this.copies.get(b) ?? null;
-    for (const s of slots) roundRange(data, s * width, (s + 1) * width, copy);
+    if (this.kernels.roundBf16Rows(data, copy, batch, layout, width)) return;
+    for (const s of layout.slots) roundRange(data, s * width, (s + 1) * width, copy);
   }
 
-  /** The half-width copy attention reads; made at first use, rounding the block in place. */
+  /** The half-width copy the kernels read; made at first use, rounding the block in place. */
   copyOf(t: CpuTensor): Uint16Array {
     const b = t.base ?? t;
     let copy = this.copies.get(b);
     if (!copy) {
-      copy = this.heap.u16(b.data.length, false);
+      copy = this.kernels.heap.u16(b.data.length, false);
       roundRange(b.data as Float32Array, 0, b.data.length, copy);
       this.copies.set(b, copy);
     }
@@ -60,7 +65,7 @@ export class Bf16KvCaches {
 
   private drop(t: CpuTensor): void {
     const copy = this.copies.get(t);
-    if (copy) this.heap.free(copy);
+    if (copy) this.kernels.heap.free(copy);
     this.copies.delete(t);
   }
 }

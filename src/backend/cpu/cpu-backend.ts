@@ -69,7 +69,7 @@ export class CpuBackend implements Backend {
     this.kernels = new CpuKernels(o);
     this.poison = o.poisonUninitialized ?? false;
     this.weights = new KernelWeights(this.kernels.heap);
-    this.kv16 = o.kvCacheDtype === 'bf16' ? new Bf16KvCaches(this.kernels.heap) : null;
+    this.kv16 = o.kvCacheDtype === 'bf16' ? new Bf16KvCaches(this.kernels) : null;
   }
 
   /** Ends the kernels' worker threads. */
@@ -292,7 +292,7 @@ export class CpuBackend implements Backend {
     }
     const width = a.numKHeads * a.headDim;
     for (const c of [a.kCache, a.vCache])
-      if (c) this.kv16?.rowsWritten(c as CpuTensor, m.layout.slots, width);
+      if (c) this.kv16?.rowsWritten(c as CpuTensor, meta.batch, m.layout, width);
   }
 
   /** The step's RoPE cos/sin for (rotaryDim, theta), computed at first use. */
@@ -316,7 +316,7 @@ export class CpuBackend implements Backend {
     const layout = (meta as CpuBatchMeta).layout;
     if (fp8) writeCacheRows(c, xv, layout.slots, width, scale);
     else this.kernels.writeCache(c, xv, meta.batch, layout, width);
-    this.kv16?.rowsWritten(cache as CpuTensor, layout.slots, width);
+    this.kv16?.rowsWritten(cache as CpuTensor, meta.batch, layout, width);
   }
 
   attention(
@@ -357,6 +357,7 @@ export class CpuBackend implements Backend {
       meta.batch,
       (meta as CpuBatchMeta).layout,
       o,
+      this.kv16?.applies(idxK as CpuTensor) ? this.kv16.copyOf(idxK as CpuTensor) : undefined,
     );
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { layoutBatch, type ForwardBatch } from '../../forward-batch.js';
+import type { MsaOptions } from '../../backend.js';
 import type { PagedAttentionArgs } from '../ops/attention.js';
 import { CpuKernels } from './cpu-kernels.js';
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
@@ -106,4 +107,58 @@ describe.each(FMA_MODES)('attention over bf16 K/V copies (attention_kv16, fma %s
       k.close();
     },
   );
+});
+
+describe.each(FMA_MODES)('MSA selection over bf16 index keys (msa_*_kv16, fma %s)', (fma) => {
+  // one thread: msa_select per token; two with every kernel split: decode tokens scored in
+  // 16-block ranges (msa_scores_kv16) then msa_pick
+  it.each([
+    [2, 1],
+    [3, 1],
+    [2, 2],
+    [3, 2],
+  ])('%i index heads, %i threads: the blocks of the f32 keys', (Hi, threads) => {
+    const k = new CpuKernels({ fma, threads, minParallelFlops: 0 });
+    const Di = 8;
+    const pages = 256;
+    const o: MsaOptions = {
+      numIndexHeads: Hi,
+      indexDim: Di,
+      topk: 5,
+      initBlocks: 1,
+      localBlocks: 2,
+    };
+    const batch: ForwardBatch = {
+      tokenIds: new Int32Array(threads === 1 ? 26 : 3),
+      seqs: (threads === 1
+        ? [
+            [0, 23],
+            [398, 1],
+            [70, 1],
+            [9, 1],
+          ]
+        : [
+            [398, 1],
+            [70, 1],
+            [9, 1],
+          ]
+      ).map(([numCached, numNew], s) => ({
+        numCached: numCached!,
+        numNew: numNew!,
+        pageTable: Int32Array.from({ length: 100 }, (_, i) => (s * 100 + i * 3) % pages),
+      })),
+      pageSize: S,
+      logitsFor: 'last',
+    };
+    const layout = layoutBatch(batch);
+    const T = layout.numTokens;
+    const idxQ = filled(k, T * Hi * Di, 8);
+    const [kf, kh] = bf16Filled(k, pages * S * Di, 9);
+    const [want, got] = [k.heap.i32(Hi * T * o.topk), k.heap.i32(Hi * T * o.topk)];
+    k.msaSelect(want, idxQ, kf, batch, layout, o);
+    k.msaSelect(got, idxQ, kf, batch, layout, o, kh);
+    expect(Array.from(got)).toEqual(Array.from(want));
+    expect(Array.from(got).filter((b) => b > 20).length).toBeGreaterThan(Hi); // real choices
+    k.close();
+  });
 });

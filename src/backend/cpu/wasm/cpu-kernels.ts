@@ -186,6 +186,25 @@ export class CpuKernels {
     return true;
   }
 
+  /**
+   * Cache rows slots[t] of `data` rounded to bf16 in place, their bits also into `copy` when
+   * given (bf16-rows.wat), on the caller. False (nothing done) where an operand is outside
+   * the heap or rows are not of whole vectors.
+   */
+  roundBf16Rows(
+    data: Float32Array,
+    copy: Uint16Array | null,
+    batch: ForwardBatch,
+    layout: BatchLayout,
+    width: number,
+  ): boolean {
+    if (!this.rowsInHeap([data], width) || (copy && !this.heap.owns(copy))) return false;
+    this.tables.fill(batch, layout);
+    const [d, c, n] = [data.byteOffset, copy ? copy.byteOffset : 0, layout.numTokens];
+    this.pool.run([['round_bf16_rows', d, c, this.tables.slotsPtr, n, 4 * width]], false);
+    return true;
+  }
+
   /** dst row i = src row rows[i] (rows of `width` values), on the caller. */
   gatherRows(dst: Float32Array, src: Float32Array, rows: Int32Array, width: number): void {
     if (!this.rowsInHeap([dst, src], width) || !this.heap.owns(rows)) {
@@ -246,7 +265,10 @@ export class CpuKernels {
     this.run(rows, work);
   }
 
-  /** MSA block selection; see Backend.msaSelect. */
+  /**
+   * MSA block selection; see Backend.msaSelect. `idxK16`: a half-width copy of idxK
+   * (Bf16KvCaches) that the WASM kernel reads instead.
+   */
   msaSelect(
     out: Int32Array,
     idxQ: Float32Array,
@@ -254,6 +276,7 @@ export class CpuKernels {
     batch: ForwardBatch,
     layout: BatchLayout,
     o: MsaOptions,
+    idxK16?: Uint16Array,
   ): void {
     const h = this.heap;
     if (o.indexDim % 4 !== 0 || !h.owns(idxQ) || !h.owns(idxK) || !h.owns(out)) {
@@ -266,9 +289,11 @@ export class CpuKernels {
     // flops, plus the index keys each token reads (once for all its heads)
     const keys = T * (maxPos + 1);
     const work = (2 * o.numIndexHeads + FLOPS_PER_CACHE_BYTE * 4) * o.indexDim * keys;
+    const k16 = idxK16 && h.owns(idxK16) ? idxK16 : null;
     // prettier-ignore
-    const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: idxK.byteOffset,
-      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o }, this.chunksFor(work), this.scratch, this.msaScores);
+    const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: (k16 ?? idxK).byteOffset,
+      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o, kv16: k16 !== null },
+      this.chunksFor(work), this.scratch, this.msaScores);
     // the follow-up job (one msa_pick) runs on the caller
     jobs.forEach((rows, i) => this.run(rows, i === 0 ? work : 0));
   }

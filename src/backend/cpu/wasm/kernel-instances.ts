@@ -3,6 +3,7 @@ import {
   ATTENTION_KV16_FMA_WASM_BASE64,
   ATTENTION_KV16_WASM_BASE64,
   ATTENTION_WASM_BASE64,
+  BF16_ROWS_WASM_BASE64,
   MATMUL_BF16_WASM_BASE64,
   MATMUL_PACKED_BF16_FMA_WASM_BASE64,
   MATMUL_PACKED_BF16_WASM_BASE64,
@@ -17,7 +18,7 @@ import { wasm } from './wasm-api.js';
 /** The kernel exports a pool job may call, by index (thread-pool.ts sends the index). */
 export const KERNEL_EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul_packed_bf16', 'attention', 'msa_select',
   'msa_scores', 'msa_pick', 'rms_norm', 'add_rms_norm', 'add', 'swiglu', 'gather_rows', 'scatter_add', 'scatter_rows',
-  'norm_rope_cache', 'attention_kv16'] as const;
+  'norm_rope_cache', 'attention_kv16', 'msa_scores_kv16', 'msa_select_kv16', 'round_bf16_rows'] as const;
 export type KernelName = (typeof KERNEL_EXPORTS)[number];
 
 /** One instance set of the kernel modules over a heap, for the calling thread. */
@@ -52,6 +53,7 @@ export function instantiateKernels(memory: object, fma: boolean): KernelInstance
     fma ? ATTENTION_FMA_WASM_BASE64 : ATTENTION_WASM_BASE64,
     fma ? ATTENTION_KV16_FMA_WASM_BASE64 : ATTENTION_KV16_WASM_BASE64,
     ROWOPS_WASM_BASE64,
+    BF16_ROWS_WASM_BASE64,
   ].map(compile);
   const exports: Record<string, unknown> = {};
   for (const m of modules)

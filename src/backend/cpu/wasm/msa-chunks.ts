@@ -21,6 +21,8 @@ export interface MsaJob {
   /** Largest position of the step's tokens. */
   readonly maxPos: number;
   readonly o: MsaOptions;
+  /** Whether `k` holds bf16 index keys (the _kv16 kernels). */
+  readonly kv16: boolean;
 }
 
 /**
@@ -38,6 +40,7 @@ export function msaJobs(
   const { T, S, o } = j;
   const { numIndexHeads: Hi, indexDim: Di, topk } = o;
   const maxBlocks = Math.floor(j.maxPos / S) + 1;
+  const sfx = j.kv16 ? '_kv16' : '';
   if (T < n && maxBlocks > topk) {
     const parts = Math.ceil(maxBlocks / PART_BLOCKS);
     const units = T * parts;
@@ -46,7 +49,7 @@ export function msaJobs(
     const rows: Row[] = [];
     for (let i = 0; i < m; i++) {
       // prettier-ignore
-      rows.push(['msa_scores', j.q, j.k, j.meta, T, i, units, m, S, Hi, Di, topk, parts, PART_BLOCKS,
+      rows.push([`msa_scores${sfx}`, j.q, j.k, j.meta, T, i, units, m, S, Hi, Di, topk, parts, PART_BLOCKS,
         maxBlocks, sc, scratch[i]!.f32(8).byteOffset]);
     }
     const taken = scratch[0]!.f32(maxBlocks).byteOffset;
@@ -61,7 +64,7 @@ export function msaJobs(
     const s = scratch[i]!.f32((Hi + 1) * maxBlocks + 12).byteOffset;
     const taken = s + 4 * Hi * maxBlocks;
     // prettier-ignore
-    rows.push(['msa_select', j.q, j.k, j.meta, j.out, T, i, T, m, S, Hi, Di, topk, o.initBlocks,
+    rows.push([`msa_select${sfx}`, j.q, j.k, j.meta, j.out, T, i, T, m, S, Hi, Di, topk, o.initBlocks,
       o.localBlocks, s, taken, taken + 4 * maxBlocks + 16]);
   }
   return [rows];
