@@ -1,5 +1,6 @@
 /**
- * `npm run bench:cpu [-- --threads N] [--baseline DIR]`: the CPU backend on this machine.
+ * `npm run bench:cpu [-- --threads N] [--baseline DIR] [--kv-cache-dtype bf16]`: the CPU
+ * backend on this machine.
  * - the core clock, measured (dependent-add chain), and the peaks derived from it;
  * - matmul GFLOP/s (WASM SIMD on 1 and N threads, the JS kernel) beside numpy/OpenBLAS;
  * - attention + MSA selection GFLOP/s (WASM against the float64 JS kernels);
@@ -7,6 +8,7 @@
  *   context 256 and B = 1 at context 4,000, on N threads and on 1.
  * `--baseline DIR` also runs DIR/dist/backend/cpu/cpu-backend.js (another build of this
  * repository, e.g. a checkout of an older commit) row by row beside this one.
+ * `--kv-cache-dtype bf16` adds N-thread rows with bf16 KV caches (CpuBackendOptions).
  * Steady state only: warm-up calls are never timed; medians. The model rows of a step time
  * their backends interleaved, the order rotated each step (cpu/interleave.ts: timed one after
  * another, whichever went first paid extra CPU time). Prints tables and appends a
@@ -105,13 +107,20 @@ function attentionSection(threads: number): KernelRow[] {
   return at;
 }
 
-async function modelSection(threads: number, baseline: string | undefined): Promise<ModelRow[]> {
+async function modelSection(
+  threads: number,
+  baseline: string | undefined,
+  kvBf16: boolean,
+): Promise<ModelRow[]> {
   const backends: BenchBackend[] = [];
   if (baseline) backends.push({ label: 'baseline', backend: await baselineBackend(baseline) });
   const bN = new CpuBackend({ threads });
   const b1 = threads > 1 ? new CpuBackend({ threads: 1 }) : null;
-  backends.push({ label: `${threads} thread${threads > 1 ? 's' : ''}`, backend: bN });
+  const b16 = kvBf16 ? new CpuBackend({ threads, kvCacheDtype: 'bf16' }) : null;
+  const label = `${threads} thread${threads > 1 ? 's' : ''}`;
+  backends.push({ label, backend: bN });
   if (b1) backends.push({ label: '1 thread', backend: b1 });
+  if (b16) backends.push({ label: `${label} bf16 KV`, backend: b16 });
   const model = await benchModel(BUNDLED_MODEL, backends, {
     prefillLens: [128, 512],
     decode: [
@@ -121,16 +130,15 @@ async function modelSection(threads: number, baseline: string | undefined): Prom
       [1, 4000],
     ],
   });
-  bN.close();
-  b1?.close();
+  for (const b of [bN, b1, b16]) b?.close();
   console.log('\nbundled model (models/moeserve-tiny-m3), steady state, median step');
   console.log(
     "(cpu ms: this process's CPU time per timed step, all threads; others: other processes' share of all cores during the row)",
   );
-  console.log('step                  backend         tok/s   ms/step   cpu ms  others  load');
+  console.log('step                  backend              tok/s   ms/step   cpu ms  others  load');
   const share = (x: number | null): string => (x === null ? '—' : `${fmt(100 * x, 0)}%`);
   // prettier-ignore
-  for (const r of model) console.log(`${r.what.padEnd(21)} ${r.backend.padEnd(12)} ${pad(fmt(r.tokS, 0), 8)} ${pad(fmt(r.ms, 3), 9)} ${pad(fmt(r.cpuMs, 3), 8)} ${pad(share(r.othersBusy), 7)} ${pad(fmt(r.load, 2), 5)}`);
+  for (const r of model) console.log(`${r.what.padEnd(21)} ${r.backend.padEnd(17)} ${pad(fmt(r.tokS, 0), 8)} ${pad(fmt(r.ms, 3), 9)} ${pad(fmt(r.cpuMs, 3), 8)} ${pad(share(r.othersBusy), 7)} ${pad(fmt(r.load, 2), 5)}`);
   return model;
 }
 
@@ -147,7 +155,7 @@ function appendRecord(record: object): void {
   console.log(`\nwrote ${file}`);
 }
 
-const HELP = `Usage: npm run bench:cpu -- [--threads N] [--baseline DIR]
+const HELP = `Usage: npm run bench:cpu -- [--threads N] [--baseline DIR] [--kv-cache-dtype bf16]
 
 The CPU backend on this machine: its clock (measured; MOESERVE_CPU_MHZ overrides), matmul
 and attention kernels at 1 and N threads beside numpy/OpenBLAS (when python3 has numpy),
@@ -157,6 +165,9 @@ Steady state, medians; appends a record to docs/benchmarks/cpu.json.
   --threads N     threads of the threaded rows (default: the available cores, here ${availableParallelism()})
   --baseline DIR  also run the model rows on another build of this repository
                   (DIR/dist/backend/cpu/cpu-backend.js), row by row beside this one
+  --kv-cache-dtype bf16
+                  also run the model rows on N threads with bf16 KV caches (opt-in, outside
+                  the golden rule: CpuBackendOptions.kvCacheDtype)
   -h, --help      this text`;
 
 async function main(): Promise<void> {
@@ -164,6 +175,7 @@ async function main(): Promise<void> {
     options: {
       threads: { type: 'string' },
       baseline: { type: 'string' },
+      'kv-cache-dtype': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -190,7 +202,10 @@ async function main(): Promise<void> {
   console.log(`per-core peaks at that clock: AVX-512 f32 FMA ${fmt(avx512Peak, 0)} GFLOP/s, 128-bit WASM SIMD (mul + add, or FMA) ${fmt(wasmPeak, 1)} GFLOP/s`);
   const { mm, blas } = matmulSection(threads, wasmPeak);
   const attention = attentionSection(threads);
-  const model = await modelSection(threads, values.baseline);
+  const kvDtype = values['kv-cache-dtype'] ?? 'auto';
+  if (kvDtype !== 'auto' && kvDtype !== 'bf16')
+    throw new Error(`--kv-cache-dtype: ${kvDtype} (auto or bf16)`);
+  const model = await modelSection(threads, values.baseline, kvDtype === 'bf16');
   appendRecord({
     date: new Date().toISOString(),
     cpu: cpus()[0]?.model,
