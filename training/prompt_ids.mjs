@@ -19,11 +19,10 @@ const questions = [
   'Hello! Who are you?',
   'What is 12 + 7?',
 ];
-const ids = questions.map(
-  (q) =>
-    tok.encode(renderChat(template, [{ role: 'user', content: q }]).prompt, {
-      addSpecialTokens: false,
-    }),
+const ids = questions.map((q) =>
+  tok.encode(renderChat(template, [{ role: 'user', content: q }]).prompt, {
+    addSpecialTokens: false,
+  }),
 );
 writeFileSync(out, JSON.stringify(ids) + '\n');
 console.log(`${ids.length} prompts, ${ids.map((x) => x.length).join(' ')} tokens -> ${out}`);
