@@ -8,6 +8,7 @@
 # golden/{tiny-moe,tiny-dense} and the starting weights INIT (docs/tiny-model.md, "Run 4", "Run 5"):
 # a bf16 model.safetensors as it is, or pack_init.py's int8 .pt (default init/run3-int8.pt).
 # INIT=none trains a fresh model of MODEL_FLAGS' size (run 11: --hidden 384 --layers 6 --expert-width 96);
+# an INIT of another size needs its MODEL_FLAGS too (run 12: --experts 32, upcycle.py's weights);
 # DENSE_FRAC, WARMUP and TRAIN_FLAGS (more train.py options: --sched-from/--sched-to, --no-post) pass through.
 START=$(date +%s)
 BUDGET=${BUDGET:-520}

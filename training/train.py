@@ -54,7 +54,7 @@ def model_config(args, vocab_size, bos_id, eot_id):
         "intermediate_size": args.expert_width,
         "shared_intermediate_size": args.expert_width,
         "n_shared_experts": 1,
-        "num_local_experts": 8,
+        "num_local_experts": args.experts,
         "num_experts_per_tok": 2,
         "scoring_func": "sigmoid",
         "use_routing_bias": True,
@@ -242,6 +242,7 @@ def main():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--expert-width", type=int, default=64)
+    ap.add_argument("--experts", type=int, default=8, help="routed experts per MoE layer (run 12: 32, upcycled)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument(
