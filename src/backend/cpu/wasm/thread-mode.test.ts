@@ -13,19 +13,23 @@ function drive(m: ThreadMode, jobs: number, msOf: (threaded: boolean) => number)
 }
 
 describe('ThreadMode: threaded or solo by measured rate', () => {
-  it('settles on the faster mode, exploring the other one window in 16', () => {
+  it('settles on the faster mode, exploring solo one window in 64, threads one in 16', () => {
     const m = new ThreadMode(true);
     expect(drive(m, 128 * 64, (t) => (t ? 0.6 : 1))).toBeGreaterThan(0.9); // threads 1.7× faster
     const solo = new ThreadMode(true);
     const share = drive(solo, 128 * 64, (t) => (t ? 1.4 : 1)); // a busy machine: threads lose
     expect(share).toBeLessThan(0.1);
     expect(share).toBeGreaterThan(0); // still explores
+    // 256 windows: solo in windows 1, 64, 128, 192 while threads win; threaded in window 0
+    // and every 16th from 16 to 240 while solo wins
+    expect(drive(new ThreadMode(true), 128 * 256, (t) => (t ? 0.6 : 1))).toBe(1 - 4 / 256);
+    expect(drive(new ThreadMode(true), 128 * 256, (t) => (t ? 1.4 : 1))).toBe(16 / 256);
   });
 
   it('follows a change of load within a few explore windows', () => {
     const m = new ThreadMode(true);
     drive(m, 128 * 64, (t) => (t ? 0.6 : 1)); // quiet: threaded
-    drive(m, 128 * 48, (t) => (t ? 1.5 : 1)); // others take a core
+    drive(m, 128 * 80, (t) => (t ? 1.5 : 1)); // others take a core: solo tried in window 128
     expect(drive(m, 128 * 64, (t) => (t ? 1.5 : 1))).toBeLessThan(0.1);
     drive(m, 128 * 48, (t) => (t ? 0.6 : 1)); // quiet again
     expect(drive(m, 128 * 64, (t) => (t ? 0.6 : 1))).toBeGreaterThan(0.9);

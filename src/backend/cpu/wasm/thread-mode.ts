@@ -8,12 +8,14 @@
  * CPU ms, while other sessions used 45–50% of the cores). Quiet, 2 threads are ~1.6× faster.
  *
  * So the kernels time their splittable jobs (flops per ms) in windows of WINDOW jobs, one
- * mode per window: the preferred mode, and every EXPLORE-th window the other one, whose rate
- * is then compared with the preferred mode's windows just before it (so both saw about the
- * same load and job mix); the preference flips when the other mode was MARGIN faster. A
- * change of load is noticed within EXPLORE windows (a few decode steps), and exploring costs
- * at most 1/EXPLORE of the jobs running in the slower mode. Which thread computes a chunk
- * never changes its result, so the choice affects speed only, never outputs.
+ * mode per window: the preferred mode, and now and then the other one, whose rate is then
+ * compared with the preferred mode's windows just before it (so both saw about the same load
+ * and job mix); the preference flips when the other mode was MARGIN faster. Exploring is
+ * asymmetric, because a wrong window costs more one way: while threads are preferred, solo
+ * is tried every EXPLORE_SOLO-th window (a solo window on a quiet host runs ~1.6× slower, so
+ * one window in 16 cost served c=32 ~4%); while solo is, threads every EXPLORE_THREADED-th
+ * (a threaded window under load costs ~1.2×, and a host gone quiet is noticed sooner). Which
+ * thread computes a chunk never changes its result, so the choice affects speed only.
  *
  * The first SETTLE jobs of a window after a change of mode (and of the first window) are not
  * timed: going threaded after a solo stretch starts slow (the worker, and its idle vCPU, wake
@@ -22,7 +24,13 @@
  * solo and the choice stayed solo for hundreds of steps while threaded steps were faster.
  */
 const WINDOW = 128;
-const EXPLORE = 16;
+/**
+ * While threads are preferred, every this many windows run solo. Served c=32 (bench serve,
+ * session 14b): 64 against 16 won 13 of 14 alternated rounds, medians +4.4% and +4.5%.
+ */
+const EXPLORE_SOLO = 64;
+/** While solo is preferred, every this many windows run threaded. */
+const EXPLORE_THREADED = 16;
 /** Weight of a new window in the preferred mode's average rate. */
 const ALPHA = 0.5;
 /** The other mode must be this much faster before the choice flips. */
@@ -69,8 +77,9 @@ export class ThreadMode {
       this.recent = r;
     }
     this.window++;
-    // window 1 tries the other mode at once; then every EXPLORE-th window
-    const explore = this.window === 1 || this.window % EXPLORE === 0;
+    // window 1 tries the other mode at once; then every EXPLORE_SOLO-th or EXPLORE_THREADED-th
+    const every = this.preferred === 1 ? EXPLORE_SOLO : EXPLORE_THREADED;
+    const explore = this.window === 1 || this.window % every === 0;
     const next = explore ? 1 - this.preferred : this.preferred;
     this.settle = next === this.mode ? 0 : SETTLE;
     this.mode = next;
