@@ -19,6 +19,18 @@ export async function assembleWat(text) {
   }
 }
 
+/** Applies each [pattern, replacement] in turn; a rule that matches nothing is an error (the
+ * source changed under the transform). */
+function applyRules(name, text, rules) {
+  let out = text;
+  for (const [re, to] of rules) {
+    const next = out.replace(re, to);
+    if (next === out) throw new Error(`${name}: no match for ${re}`);
+    out = next;
+  }
+  return out;
+}
+
 /**
  * The bf16-weight variant of matmul.wat, derived from its text so the two kernels cannot
  * drift apart: w is u16 [N, K] (bf16 bits), rows K·2 bytes apart; each load of 4 weights
@@ -45,13 +57,7 @@ export function bf16Variant(text) {
     ],
     [/\(export "matmul"\)/, '(export "matmul_bf16")'],
   ];
-  let out = text;
-  for (const [re, to] of rules) {
-    const next = out.replace(re, to);
-    if (next === out) throw new Error(`bf16Variant: no match for ${re}`);
-    out = next;
-  }
-  return out;
+  return applyRules('bf16Variant', text, rules);
 }
 
 /**
@@ -83,13 +89,7 @@ export function packedBf16Variant(text) {
     [/\(local\.set \$ws \(i32\.const 32\)\)/, '(local.set $$ws (i32.const 16))'],
     [/\(export "matmul_packed"\)/, '(export "matmul_packed_bf16")'],
   ];
-  let out = text;
-  for (const [re, to] of rules) {
-    const next = out.replace(re, to);
-    if (next === out) throw new Error(`packedBf16Variant: no match for ${re}`);
-    out = next;
-  }
-  return out;
+  return applyRules('packedBf16Variant', text, rules);
 }
 
 /**
@@ -182,11 +182,5 @@ export function kvBf16Variant(text) {
     [/\(export "msa_(scores|select)"\)/g, '(export "msa_$1_kv16")'],
     [/ \(export "msa_pick"\)/, ''],
   ];
-  let out = text;
-  for (const [re, to] of rules) {
-    const next = out.replace(re, to);
-    if (next === out) throw new Error(`kvBf16Variant: no match for ${re}`);
-    out = next;
-  }
-  return out;
+  return applyRules('kvBf16Variant', text, rules);
 }

@@ -27,6 +27,17 @@ export function f32ToBf16(value: number): number {
   return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
+/** float32 -> bf16 bits, round to nearest even, NaN kept quiet (inlined for multi-GB writes and
+ * cache rows). */
+export function f32ToBf16Into(src: Float32Array, dst: Uint16Array): void {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const x = bits[i]!;
+    dst[i] =
+      (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+  }
+}
+
 /** IEEE half bits -> float32 value. */
 export function f16ToF32(bits: number): number {
   const sign = bits & 0x8000 ? -1 : 1;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { assembleWat, fmaVariant, kvBf16Variant } from '../../../scripts/assemble-wat.mjs';
-import { f32ToBf16Into } from '../../model/weights/safetensors-dtype.js';
+import { f32ToBf16Into } from '../../tensor/dtype.js';
 import { layoutBatch, type ForwardBatch } from '../forward-batch.js';
 import { CpuKernels } from './wasm/cpu-kernels.js';
 import {

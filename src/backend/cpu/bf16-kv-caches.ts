@@ -1,11 +1,7 @@
+import { f32ToBf16Into } from '../../tensor/dtype.js';
 import type { BatchLayout, ForwardBatch } from '../forward-batch.js';
 import type { CpuTensor } from './cpu-tensor.js';
 import type { CpuKernels } from './wasm/cpu-kernels.js';
-
-/** float32 bits → bf16 bits, round to nearest even, NaN kept quiet. */
-function bf16Bits(x: number): number {
-  return (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
-}
 
 /**
  * `kvCacheDtype: 'bf16'` on the CPU (CpuBackendOptions): caches of dtype bf16 (K, V, MSA
@@ -72,10 +68,8 @@ export class Bf16KvCaches {
 
 /** data[from, to) rounded to bf16 in place, the bits also into `copy` when given. */
 function roundRange(data: Float32Array, from: number, to: number, copy: Uint16Array | null): void {
-  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
-  for (let i = from; i < to; i++) {
-    const h = bf16Bits(bits[i]!);
-    bits[i] = h << 16;
-    if (copy) copy[i] = h;
-  }
+  const h = copy ? copy.subarray(from, to) : new Uint16Array(to - from);
+  f32ToBf16Into(data.subarray(from, to), h);
+  const bits = new Uint32Array(data.buffer, data.byteOffset + 4 * from, to - from);
+  for (let i = 0; i < h.length; i++) bits[i] = h[i]! << 16;
 }

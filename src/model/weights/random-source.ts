@@ -1,5 +1,5 @@
 import { mix32, Xoshiro128 } from '../../util/xoshiro128.js';
-import { f32ToBf16Into } from './safetensors-dtype.js';
+import { f32ToBf16Into } from '../../tensor/dtype.js';
 
 /**
  * A seeded xoshiro128** stream for random checkpoints. One stream per tensor, keyed by

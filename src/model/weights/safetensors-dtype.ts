@@ -102,13 +102,3 @@ function lookup(codes: Uint8Array | Uint16Array, table: Float32Array): Float32Ar
   for (let i = 0; i < codes.length; i++) out[i] = table[codes[i]!]!;
   return out;
 }
-
-/** float32 -> bf16 bits, round to nearest even, NaN kept quiet (inlined for multi-GB writes). */
-export function f32ToBf16Into(src: Float32Array, dst: Uint16Array): void {
-  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
-  for (let i = 0; i < src.length; i++) {
-    const x = bits[i]!;
-    dst[i] =
-      (x & 0x7fffffff) > 0x7f800000 ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
-  }
-}

@@ -1,6 +1,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { numel, shapeStr } from '../../tensor/shape.js';
-import { f32ToBf16Into, ST_DTYPE_BYTES } from './safetensors-dtype.js';
+import { f32ToBf16Into } from '../../tensor/dtype.js';
+import { ST_DTYPE_BYTES } from './safetensors-dtype.js';
 import { SafetensorsError } from './safetensors-file.js';
 
 /** Dtypes the writer produces. Float dtypes take float32 (BF16 also raw bits); byte dtypes take codes. */

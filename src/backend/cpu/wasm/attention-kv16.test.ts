@@ -4,52 +4,32 @@ import type { MsaOptions } from '../../backend.js';
 import type { PagedAttentionArgs } from '../ops/attention.js';
 import { CpuKernels } from './cpu-kernels.js';
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
+import { batchOf, filled } from './test-helpers.js';
 
 const FMA_MODES = fusedMultiplyAdd() ? [false, true] : [false];
 const S = 4;
 const P = 48;
 const Dh = 16;
 
-/** Values rounded to bf16 (truncated: any bf16 will do), with their bits. */
+/** filled()'s values truncated to bf16 (any bf16 will do), with their bits. */
 function bf16Filled(k: CpuKernels, n: number, seed: number): [Float32Array, Uint16Array] {
-  const f = k.heap.f32(n);
+  const f = filled(k, n, seed);
   const h = k.heap.u16(n);
   const bits = new Uint32Array(f.buffer, f.byteOffset, n);
-  let s = seed;
   for (let i = 0; i < n; i++) {
-    s = (s * 1103515245 + 12345) % 2 ** 31;
-    f[i] = (s / 2 ** 31 - 0.5) * 2;
     h[i] = bits[i]! >>> 16;
     bits[i] = h[i]! << 16;
   }
   return [f, h];
 }
 
-function filled(k: CpuKernels, n: number, seed: number): Float32Array {
-  return bf16Filled(k, n, seed)[0];
-}
-
 // prefill, decode and a longer decode; page tables shuffled
-function batchOf(): ForwardBatch {
-  const seqs: [number, number][] = [
-    [0, 9],
-    [13, 1],
-    [41, 1],
-    [30, 3],
-  ];
-  let next = 0;
-  return {
-    tokenIds: new Int32Array(14),
-    seqs: seqs.map(([numCached, numNew]) => {
-      const n = Math.ceil((numCached + numNew) / S);
-      const pageTable = Int32Array.from({ length: n }, (_, i) => ((next + i) * 7 + 3) % P);
-      next += n;
-      return { numCached, numNew, pageTable };
-    }),
-    pageSize: S,
-    logitsFor: 'last',
-  };
-}
+const SEQS: [number, number][] = [
+  [0, 9],
+  [13, 1],
+  [41, 1],
+  [30, 3],
+];
 
 /** Blocks of MSA attention: each token's last block and up to topk − 1 before it. */
 function blocksOf(k: CpuKernels, positions: Int32Array, Hkv: number, topk: number): Int32Array {
@@ -82,14 +62,14 @@ describe.each(FMA_MODES)('attention over bf16 K/V copies (attention_kv16, fma %s
         minParallelFlops: 0,
         attentionTouchMinBytes: touchFrom,
       });
-      const batch = batchOf();
+      const batch = batchOf(SEQS, S, P);
       const layout = layoutBatch(batch);
       const T = layout.numTokens;
       const [kf, kh] = bf16Filled(k, P * S * Hkv * Dh, 2);
       const [vf, vh] = bf16Filled(k, P * S * Hkv * Dh, 3);
       const a: PagedAttentionArgs = {
         out: k.heap.f32(T * H * Dh),
-        q: filled(k, T * H * Dh, 1),
+        q: bf16Filled(k, T * H * Dh, 1)[0],
         k: kf,
         v: vf,
         numHeads: H,
@@ -152,7 +132,7 @@ describe.each(FMA_MODES)('MSA selection over bf16 index keys (msa_*_kv16, fma %s
     };
     const layout = layoutBatch(batch);
     const T = layout.numTokens;
-    const idxQ = filled(k, T * Hi * Di, 8);
+    const idxQ = bf16Filled(k, T * Hi * Di, 8)[0];
     const [kf, kh] = bf16Filled(k, pages * S * Di, 9);
     const [want, got] = [k.heap.i32(Hi * T * o.topk), k.heap.i32(Hi * T * o.topk)];
     k.msaSelect(want, idxQ, kf, batch, layout, o);

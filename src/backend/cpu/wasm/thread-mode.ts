@@ -26,7 +26,8 @@
 const WINDOW = 128;
 /**
  * While threads are preferred, every this many windows run solo. Served c=32 (bench serve,
- * session 14b): 64 against 16 won 13 of 14 alternated rounds, medians +4.4% and +4.5%.
+ * docs/benchmarks/cpu.md session 14b): 64 against 16 won 20 of 26 alternated rounds in four
+ * sets, but the last, in a quieter period, only 1 of 6: a few percent at most.
  */
 const EXPLORE_SOLO = 64;
 /** While solo is preferred, every this many windows run threaded. */
