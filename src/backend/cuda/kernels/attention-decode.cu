@@ -47,6 +47,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_decode(
     bf16_t* out, const bf16_t* q, const kv_t* kc, const kv_t* vc, const int* positions,
     const int* seqOfToken, const int* pageTable, int pageStride, int T, int H, int Hkv, int S,
     float scale, float vScale, const int* blocks, int topk, float* part) {
+  grid_dep_launch();  // the output projection after this streams its weights meanwhile
   extern __shared__ __align__(16) unsigned char smraw[];
   constexpr int DH = AD_DH, KT = DH / 16, NT = DH / 8;
   constexpr int STAGE = 2 * BN * PITCH;  // K then V, bf16 elements

@@ -169,6 +169,7 @@ extern "C" __global__ void __launch_bounds__(128) attention(
 // Merges split-KV partials: grid (T, H), block 128. out[t, h] = sum_z acc_z e^(m_z - M) / L.
 extern "C" __global__ void attention_combine(ATTN_T* out, const float* part, int H, int Dh,
                                              int splits) {
+  grid_dep_launch();  // the output projection after this streams its weights meanwhile
   const long long th = (long long)blockIdx.x * H + blockIdx.y;
   const float* pp = part + th * splits * (Dh + 2);
   float M = -INFINITY;

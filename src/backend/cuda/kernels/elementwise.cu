@@ -129,6 +129,7 @@ __device__ __forceinline__ void st8f(float* p, const float (&v)[8]) {
 #define SWIGLU(S, TO, TI)                                                                      \
   extern "C" __global__ void swiglu_##S(TO* out, const TI* gu, long long M, int I, float alpha, \
                                         float limit) {                                         \
+    grid_dep_launch(); /* the down projection after this streams its weights meanwhile */      \
     const long long n = M * I;                                                                 \
     if ((I & 7) == 0 && n <= 0x7fffffffLL) {                                                   \
       const unsigned I8 = (unsigned)I >> 3;                                                    \

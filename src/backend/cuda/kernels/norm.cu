@@ -10,6 +10,7 @@
 
 template <typename TO, typename TX, typename TW>
 __device__ void rms_block(TO* out, const TX* x, const TW* w, int n, float eps) {
+  grid_dep_launch();  // the GEMM after a norm streams its weights meanwhile
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
   const TX* xr = x + row * n;
@@ -22,6 +23,7 @@ __device__ void rms_block(TO* out, const TX* x, const TW* w, int n, float eps) {
 
 template <typename TO, typename TX, typename TW>
 __device__ void rms_warp(TO* out, const TX* x, const TW* w, long long rows, int n, float eps) {
+  grid_dep_launch();
   const long long row = blockIdx.x * 8LL + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -47,6 +49,7 @@ FOR_3TYPES(RMS)
 // The row arithmetic is norm-row.cuh's, shared with the fused all-reduce (allreduce.cu).
 template <typename TR, typename TX, typename TW>
 __device__ void add_rms_block(TR* out, TR* res, const TX* x, const TW* w, int n, float eps) {
+  grid_dep_launch();
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
   const TX* xr = x + row * n;
@@ -57,6 +60,7 @@ __device__ void add_rms_block(TR* out, TR* res, const TX* x, const TW* w, int n,
 template <typename TR, typename TX, typename TW>
 __device__ void add_rms_warp(TR* out, TR* res, const TX* x, const TW* w, long long rows, int n,
                              float eps) {
+  grid_dep_launch();
   const long long row = blockIdx.x * 8LL + (threadIdx.x >> 5);
   if (row >= rows) return;
   const TX* xr = x + row * n;
