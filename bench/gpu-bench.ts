@@ -5,7 +5,7 @@
  *        [--batches 1,8,32,64,128] [--prefill 2048[,8192...]] [--skip-check] [--out DIR]
  *        [--prefill-attention tensor-cores|wgmma|scalar] [--quantization fp8 | none,fp8]
  *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--attention-ws]
- *        [--moe-lanes 6,8] [--fp8-decode default,v8] [--moe-scan serial,warp]
+ *        [--moe-lanes 6,8] [--fp8-decode default,v8] [--moe-scan serial,warp,block]
  * The prefill rows print the whole per-op profile, its sum, the device span and the largest
  * gaps between ops (where host time goes that no op accounts for). --attention-alone times
  * dense prefill attention alone per kernel first (prefill-attention-time.ts); --moe-lanes times
@@ -48,7 +48,11 @@ import {
   type WeightBytes,
 } from '../src/model/minimax-m3/weight-bytes.js';
 import { smoke, type Ceilings } from '../test/gpu/smoke.js';
-import type { Fp8DecodeChoice, MoeScan } from '../src/backend/cuda/kernel-tuning.js';
+import {
+  DEFAULT_TUNING,
+  type Fp8DecodeChoice,
+  type MoeScan,
+} from '../src/backend/cuda/kernel-tuning.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -482,11 +486,11 @@ async function main(): Promise<void> {
     kvCacheDtype,
   );
   const fp8Decode = arg('fp8-decode', 'default').split(',') as Fp8DecodeChoice[];
-  const moeScans = arg('moe-scan', 'warp').split(',') as MoeScan[];
+  const moeScans = arg('moe-scan', DEFAULT_TUNING.moeScan).split(',') as MoeScan[];
   if (fp8Decode.some((c) => c !== 'default' && c !== 'v8'))
     throw new Error('--fp8-decode takes default and/or v8');
-  if (moeScans.some((c) => c !== 'serial' && c !== 'warp'))
-    throw new Error('--moe-scan takes serial and/or warp');
+  if (moeScans.some((c) => c !== 'serial' && c !== 'warp' && c !== 'block'))
+    throw new Error('--moe-scan takes serial, warp and/or block');
   const setup = {
     fp8Decode,
     moeScans,

@@ -164,7 +164,43 @@ export function checkMoePaths(cpu: Backend, gpu: CudaBackend): Row[] {
     ),
   );
   freeAll(gpu, [t, b, ...Object.values(gi)]);
+  return [...rows, ...checkMoePlanBlock(cpu, gpu)];
+}
+
+/**
+ * moe_plan_block (the decode plan in one block) against the count / warp-scan / scatter
+ * kernels, bit for bit through the tile kernels: 20, 128 and 1,200 slots (the last near the
+ * block's limit), and the real expert shape at 32 tokens.
+ */
+function checkMoePlanBlock(cpu: Backend, gpu: CudaBackend): Row[] {
+  const rows: Row[] = [];
+  const before = gpu.ctx.tuning;
+  try {
+    for (const c of [
+      { T: 5, D: 1024, I: 512, E: 32, topK: 3 },
+      { T: 32, D: 1024, I: 512, E: 32, topK: 3 },
+      { T: 300, D: 1024, I: 512, E: 32, topK: 3 },
+      { T: 32, D: 6144, I: 3072, E: 128, topK: 4 },
+    ]) {
+      const gi = moeInputs(gpu, c, moeRoutes(cpu, c, 90 + c.T), 91);
+      gpu.setTuning({ ...before, moeScan: 'warp' });
+      const w = runGpuMoe(gpu, c, gi, 'tiles');
+      gpu.setTuning({ ...before, moeScan: 'block' });
+      const k = runGpuMoe(gpu, c, gi, 'tiles');
+      const name = `moe T=${c.T} D=${c.D} ${c.E}+1 experts top-${c.topK}: plan in one block vs count/scan/scatter`;
+      rows.push(row(`${name} (bit for bit)`, maxAbsDiff(gpu.readF32(k), gpu.readF32(w)), 0));
+      freeAll(gpu, [w, k, ...Object.values(gi)]);
+    }
+  } finally {
+    gpu.setTuning(before);
+  }
   return rows;
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let m = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return Number.isNaN(m) ? Infinity : m;
 }
 
 /**

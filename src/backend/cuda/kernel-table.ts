@@ -180,6 +180,25 @@ export const MOE_SCAN = kernel({
   },
   launch: 'grid (1), block 32',
 });
+export const MOE_PLAN_BLOCK = kernel({
+  file: 'moe',
+  names: ['moe_plan_block'],
+  args: {
+    offsets: 'ptr',
+    tileExpert: 'ptr',
+    tileStart: 'ptr',
+    numTiles: 'ptr',
+    perm: 'ptr',
+    slotRow: 'ptr',
+    ids: 'ptr',
+    n: 'i32',
+    first: 'i32',
+    E: 'i32',
+    BT: 'i32',
+    maxTiles: 'i32',
+  },
+  launch: 'grid 1, block 256, dyn smem 8*E bytes; n <= PLAN_BLOCK_MAX_SLOTS',
+});
 export const MOE_SCATTER = kernel({
   file: 'moe',
   names: ['moe_scatter'],

@@ -6,8 +6,12 @@
  * CudaBackend.setTuning, never around a call: graphs captured under one tuning keep its kernels.
  */
 
-/** moe.cu's tile-table kernel: one thread per expert in turn, or warp scans (32 at a step). */
-export type MoeScan = 'serial' | 'warp';
+/**
+ * moe.cu's token plan: the tile table by one thread per expert in turn ('serial') or by warp
+ * scans, 32 experts at a step ('warp'), each between a count and a scatter kernel; or ('block')
+ * count, table and scatter in one block when the slots are few (decode), else 'warp'.
+ */
+export type MoeScan = 'serial' | 'warp' | 'block';
 
 /** Block-FP8 decode kernels: 'default' by size, 'v8' (fp8-gemv.cu) wherever it takes the shape. */
 export type Fp8DecodeChoice = 'default' | 'v8';
@@ -19,7 +23,7 @@ export interface KernelTuning {
   readonly fp8Decode: Fp8DecodeChoice;
 }
 
-export const DEFAULT_TUNING: KernelTuning = { moeLanes: 4, moeScan: 'warp', fp8Decode: 'default' };
+export const DEFAULT_TUNING: KernelTuning = { moeLanes: 4, moeScan: 'block', fp8Decode: 'default' };
 
 /** `t` over the defaults, checked. */
 export function kernelTuning(t: Partial<KernelTuning> = {}): KernelTuning {

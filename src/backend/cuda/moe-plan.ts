@@ -5,7 +5,7 @@
  */
 import { letter, type CudaTensor } from './cuda-tensor.js';
 import { launchKernel } from './kernel-launch.js';
-import { MOE_COMBINE, MOE_COUNT, MOE_SCAN, MOE_SCATTER } from './kernel-table.js';
+import { MOE_COMBINE, MOE_COUNT, MOE_PLAN_BLOCK, MOE_SCAN, MOE_SCATTER } from './kernel-table.js';
 import type { MoeGemmPath } from './moe-expert-gemm.js';
 import { strideGrid, type OpContext } from './op-context.js';
 
@@ -77,20 +77,52 @@ export function planMoe(
   return { T, D, I, E, Kw, n, BT, maxTiles, mma, buf };
 }
 
-// moe.cu's tile-table kernel (ctx.tuning.moeScan): warp by measurement (session 8 W2,
+// moe.cu's plan kernels (ctx.tuning.moeScan): the warp scan beat the serial one (session 8 W2,
 // bench:gpu 3 + 1 bf16 decode graph step: 1.644 / 2.243 / 3.411 ms against serial's
-// 1.656 / 2.256 / 3.421 at B = 1 / 8 / 32, 10-13 us per MoE layer).
+// 1.656 / 2.256 / 3.421 at B = 1 / 8 / 32, 10-13 us per MoE layer). 'block' (the default)
+// replaces count + scan + scatter and the counts memset by one kernel at decode: graph steps
+// even to 1% faster (session 15, H100, both orders), three launches and a memset fewer per
+// MoE layer on the eager path (prefill chunks, mixed steps).
+
+/**
+ * Slots (tokens x experts per token) up to which one block plans the MoE (moe_plan_block):
+ * decode batches. Past it the grid-stride kernels spread the count and scatter over the GPU.
+ */
+export const PLAN_BLOCK_MAX_SLOTS = 2048;
 
 /** Counts per expert, tile table, and the permutation of token slots grouped by expert. */
 export function permute(ctx: OpContext, p: MoePlan, ids: number, first: number): void {
   const { buf: b, n, E } = p;
+  if (ctx.tuning.moeScan === 'block' && n <= PLAN_BLOCK_MAX_SLOTS) {
+    launchKernel(
+      ctx,
+      MOE_PLAN_BLOCK,
+      'moe_plan_block',
+      { grid: [1, 1, 1], block: [256, 1, 1], smem: 8 * E },
+      {
+        offsets: b.offsets,
+        tileExpert: b.tileExpert,
+        tileStart: b.tileStart,
+        numTiles: b.numTiles,
+        perm: b.perm,
+        slotRow: b.slotRow,
+        ids,
+        n,
+        first,
+        E,
+        BT: p.BT,
+        maxTiles: p.maxTiles,
+      },
+    );
+    return;
+  }
   const slots = { grid: strideGrid(ctx, n), block: [256, 1, 1] } as const;
   ctx.dev.memsetAsync(b.counts, 0, E * 4);
   launchKernel(ctx, MOE_COUNT, 'moe_count', slots, { counts: b.counts, ids, n, first, E });
   launchKernel(
     ctx,
     MOE_SCAN,
-    ctx.tuning.moeScan === 'warp' ? 'moe_scan_warp' : 'moe_scan',
+    ctx.tuning.moeScan === 'serial' ? 'moe_scan' : 'moe_scan_warp',
     { grid: [1, 1, 1], block: [32, 1, 1] },
     {
       offsets: b.offsets,

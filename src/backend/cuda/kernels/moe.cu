@@ -4,6 +4,8 @@
 //   moe_scan    1 block                            offsets, tile table (expert, first row)
 //   moe_scan_warp 1 warp                           the same table by warp scans (the default)
 //   moe_scatter grid-stride                        perm[row] = slot, slotRow[slot] = row | -1
+//   moe_plan_block 1 block of 256, dyn smem 8*E    all three above for n <= PLAN_BLOCK_MAX_SLOTS
+//                                                  (decode): one launch instead of three + a memset
 //   moe_mma_gu_<BT>   grid (ceil(I/64), maxTiles), block 128, dyn smem: fused gate|up GEMM
 //                     + SwiGLU-OAI -> act [rows, I] bf16 (tensor cores, mma.sync m16n8k16)
 //   moe_mma_down_<BT> grid (ceil(D/64), maxTiles), block 128: y[row] = w * act[row] . down^T (f32)
@@ -87,6 +89,71 @@ extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, con
     const int e = ids[i] - first;
     if (e >= 0 && e < E) {
       const int r = offsets[e] + atomicAdd(cursor + e, 1);
+      perm[r] = i;
+      slotRow[i] = r;
+    } else {
+      slotRow[i] = -1;
+    }
+  }
+}
+
+// Count, tile table and scatter in one block, the counts and cursors in shared memory: at
+// decode (a few hundred slots) the three kernels above and the memset of counts are four graph
+// nodes of a few microseconds each, serial on the MoE's critical path. The outputs are theirs:
+// the same offsets, tile table and numTiles, and perm/slotRow grouped by expert; the order of
+// the slots within an expert follows the shared-memory atomics, as the grid-stride scatter's
+// follows the global ones, and no expert kernel's per-row result depends on it.
+extern "C" __global__ void moe_plan_block(int* offsets, int* tileExpert, int* tileStart,
+                                          int* numTiles, int* perm, int* slotRow, const int* ids,
+                                          int n, int first, int E, int BT, int maxTiles) {
+  extern __shared__ int plan_smem[];
+  int* cnt = plan_smem;      // [E] slots per expert
+  int* cur = plan_smem + E;  // [E] next row of each expert
+  for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int e = ids[i] - first;
+    if (e >= 0 && e < E) atomicAdd(cnt + e, 1);
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {  // moe_scan_warp's scan, from shared memory
+    const int lane = threadIdx.x;
+    int off = 0, nt = 0;
+    for (int e0 = 0; e0 < E; e0 += 32) {
+      const int e = e0 + lane;
+      const int c = e < E ? cnt[e] : 0;
+      const int t = (c + BT - 1) / BT;
+      int rc = c, rt = t;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int a = __shfl_up_sync(0xffffffffu, rc, d), b = __shfl_up_sync(0xffffffffu, rt, d);
+        if (lane >= d) {
+          rc += a;
+          rt += b;
+        }
+      }
+      const int o = off + rc - c, n0 = nt + rt - t;
+      if (e < E) {
+        offsets[e] = o;
+        cur[e] = o;
+        for (int s = 0; s < t && n0 + s < maxTiles; s++) {
+          tileExpert[n0 + s] = e;
+          tileStart[n0 + s] = o + s * BT;
+        }
+      }
+      off += __shfl_sync(0xffffffffu, rc, 31);
+      nt += __shfl_sync(0xffffffffu, rt, 31);
+    }
+    if (lane == 0) {
+      offsets[E] = off;
+      *numTiles = nt < maxTiles ? nt : maxTiles;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int e = ids[i] - first;
+    if (e >= 0 && e < E) {
+      const int r = atomicAdd(cur + e, 1);
       perm[r] = i;
       slotRow[i] = r;
     } else {
