@@ -6,6 +6,7 @@
  *        [--prefill-attention tensor-cores|wgmma|scalar] [--quantization fp8 | none,fp8]
  *        [--kv-cache-dtype auto|bf16|fp8|fp8_e4m3] [--attention-alone 2048,8192] [--attention-ws]
  *        [--moe-lanes 6,8] [--fp8-decode default,v8] [--moe-scan serial,warp,block]
+ *        [--profile-replays N]
  * The prefill rows print the whole per-op profile, its sum, the device span and the largest
  * gaps between ops (where host time goes that no op accounts for). --attention-alone times
  * dense prefill attention alone per kernel first (prefill-attention-time.ts); --moe-lanes times
@@ -14,7 +15,10 @@
  * none,fp8 benches the bf16 weights, quantizes the same weights and benches again (one weight
  * build): gpu-bench-none.*, gpu-bench-fp8.* and a table of FP8 / bf16 on stdout.
  * --fp8-decode / --moe-scan time the decode batches once per FP8 decode-kernel choice and MoE
- * tile-table kernel (the per-op profile only for the first).
+ * tile-table kernel (the per-op profile only for the first). --profile-replays N replays each
+ * decode graph N more times inside a profiler range, for a per-node profile of the graph step:
+ *   ncu --profile-from-start off --graph-profiling node --metrics gpu__time_duration.sum --csv
+ *       --log-file ncu.csv node dist/gpu/bench/gpu-bench.js ... --profile-replays 3
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -111,7 +115,9 @@ async function timeDecode(
     await step(batch);
     eager.push(performance.now() - t0);
   }
-  const graphMs = await timeGraphStep(gpu, model, kv, batch, pagesPerSeq);
+  const graphMs = await timeGraphStep(gpu, model, kv, batch, pagesPerSeq, {
+    profileReplays: Number(arg('profile-replays', '0')),
+  });
   const w = decodeWeightBytes(cfg, B, true, linearBytes);
   const expertBytes = 3 * cfg.hiddenSize * cfg.moeIntermediateSize * linearBytes;
   // distinct counts the fused shared expert id too: it is one of the ids of every row.

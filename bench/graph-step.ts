@@ -29,11 +29,19 @@ export function decodeBatch(
   };
 }
 
+/** How timeGraphStep replays: `iters` timed replays after one untimed one, or after untimed
+ * replays for `settleMs`; then `profileReplays` more inside a profiler range (ncu
+ * `--profile-from-start off --graph-profiling node` sees those graph nodes and nothing else). */
+export interface GraphStepTiming {
+  readonly iters?: number;
+  readonly settleMs?: number;
+  readonly profileReplays?: number;
+}
+
 /**
  * Captures the decode step of `batch` (logits into a device buffer, as the engine's graphs do)
- * and returns the median of `iters` replays in ms, after one untimed replay, or after untimed
- * replays for `settleMs`: right after a one-shot 100k prefill (multi-GB tensors cuMemFree'd)
- * the step runs up to ~1.6x slower for ~100 ms (long-context.md, session 8).
+ * and returns the median replay in ms. settleMs: right after a one-shot 100k prefill (multi-GB
+ * tensors cuMemFree'd) the step runs up to ~1.6x slower for ~100 ms (long-context.md, session 8).
  */
 export async function timeGraphStep(
   gpu: CudaBackend,
@@ -41,8 +49,7 @@ export async function timeGraphStep(
   kv: KvCache,
   batch: ForwardBatch,
   pagesPerSeq: number,
-  iters = 20,
-  settleMs = 0,
+  { iters = 20, settleMs = 0, profileReplays = 0 }: GraphStepTiming = {},
 ): Promise<number> {
   const B = batch.seqs.length;
   const logitsBuf = gpu.alloc([B, model.cfg.vocabSize], 'f32'); // [B, V]
@@ -71,6 +78,13 @@ export async function timeGraphStep(
       dev.record(b);
       ms.push(dev.elapsed(a, b));
     }
+    if (profileReplays > 0)
+      dev.profiled(() => {
+        for (let r = 0; r < profileReplays; r++) {
+          graph.launch();
+          dev.sync(); // one replay at a time, as timed
+        }
+      });
     return median(ms);
   } finally {
     graphs.destroy();

@@ -126,8 +126,9 @@ async function main(): Promise<void> {
     // Right after the prefill (as runs 1-3 measured it), then the steady step a generation
     // runs at: after a one-shot prefill past ~20k tokens the first ~100 ms of steps are slower
     // (its >1 GiB tensors were cuMemFree'd; long-context.md, session 8).
-    const decodeFirstMs = await timeGraphStep(gpu, model, kv, decode, pagesPerSeq);
-    const decodeMs = await timeGraphStep(gpu, model, kv, decode, pagesPerSeq, 20, SETTLE_MS);
+    const time = (settleMs: number) =>
+      timeGraphStep(gpu, model, kv, decode, pagesPerSeq, { settleMs });
+    const [decodeFirstMs, decodeMs] = [await time(0), await time(SETTLE_MS)];
     const ttftMs = median(ms);
     const tflops = prefillFlops(cfg, L) / (ttftMs * 1e-3) / 1e12;
     const fractionOfGemm = tflops / gemmTflops;

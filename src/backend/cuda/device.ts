@@ -180,6 +180,21 @@ export class CudaDevice {
     this.check.cu(this.libs.cu.cuStreamSynchronize(this.stream), 'cuStreamSynchronize');
   }
 
+  /**
+   * Runs `f` between cuProfilerStart and cuProfilerStop, the stream drained on both sides: the
+   * range a profiler started with `--profile-from-start off` (ncu) records, and nothing else.
+   */
+  profiled<T>(f: () => T): T {
+    this.sync();
+    this.check.cu(this.libs.cu.cuProfilerStart(), 'cuProfilerStart');
+    try {
+      return f();
+    } finally {
+      this.sync();
+      this.check.cu(this.libs.cu.cuProfilerStop(), 'cuProfilerStop');
+    }
+  }
+
   setMaxDynamicSmem(fn: KernelFn, bytes: number): void {
     this.check.cu(
       this.libs.cu.cuFuncSetAttribute(

@@ -67,6 +67,8 @@ function declareDriver(lib: Lib) {
     cuDevicePrimaryCtxRetain: d('cuDevicePrimaryCtxRetain', 'int %(_Out_ void **ctx, int dev)'),
     cuCtxSetCurrent: d('cuCtxSetCurrent', 'int %(void *ctx)'),
     cuCtxSynchronize: d('cuCtxSynchronize', 'int %()'),
+    cuProfilerStart: d('cuProfilerStart', 'int %()'),
+    cuProfilerStop: d('cuProfilerStop', 'int %()'),
     cuMemGetInfo: d(
       ['cuMemGetInfo_v2', 'cuMemGetInfo'],
       'int %(_Out_ size_t *free, _Out_ size_t *total)',
