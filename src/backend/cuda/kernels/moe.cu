@@ -45,11 +45,12 @@ extern "C" __global__ void moe_scan(int* offsets, int* cursor, int* tileExpert, 
 // The same table from one warp, 32 experts per step: each lane loads its expert's count, a
 // warp scan gives the rows and tiles before it (plus the carry of earlier steps), and each lane
 // writes its own tiles (the serial loop above makes one dependent L2 load per expert: tens of
-// microseconds per MoE layer at 129 experts). The default; setMoeScan (moe-ops.ts) picks.
-extern "C" __global__ void moe_scan_warp(int* offsets, int* cursor, int* tileExpert,
-                                         int* tileStart, int* numTiles, const int* counts, int E,
-                                         int BT, int maxTiles) {
-  if (threadIdx.x >= 32) return;
+// microseconds per MoE layer at 129 experts). Called by lanes 0-31 of one warp; each expert's
+// cursor starts at 0 (moe_scatter adds offsets) or, AT_OFFSET, at its first row.
+template <bool AT_OFFSET>
+__device__ __forceinline__ void warp_tile_table(int* offsets, int* cursor, int* tileExpert,
+                                                int* tileStart, int* numTiles, const int* counts,
+                                                int E, int BT, int maxTiles) {
   const int lane = threadIdx.x;
   int off = 0, nt = 0;  // rows and tiles of the experts before this step
   for (int e0 = 0; e0 < E; e0 += 32) {
@@ -68,7 +69,7 @@ extern "C" __global__ void moe_scan_warp(int* offsets, int* cursor, int* tileExp
     const int o = off + rc - c, n0 = nt + rt - t;
     if (e < E) {
       offsets[e] = o;
-      cursor[e] = 0;
+      cursor[e] = AT_OFFSET ? o : 0;
       for (int s = 0; s < t && n0 + s < maxTiles; s++) {
         tileExpert[n0 + s] = e;
         tileStart[n0 + s] = o + s * BT;
@@ -81,6 +82,15 @@ extern "C" __global__ void moe_scan_warp(int* offsets, int* cursor, int* tileExp
     offsets[E] = off;
     *numTiles = nt < maxTiles ? nt : maxTiles;
   }
+}
+
+// The tile table by warp scans, between moe_count and moe_scatter (past moe_plan_block's slots;
+// setMoeScan picks).
+extern "C" __global__ void moe_scan_warp(int* offsets, int* cursor, int* tileExpert,
+                                         int* tileStart, int* numTiles, const int* counts, int E,
+                                         int BT, int maxTiles) {
+  if (threadIdx.x >= 32) return;
+  warp_tile_table<false>(offsets, cursor, tileExpert, tileStart, numTiles, counts, E, BT, maxTiles);
 }
 
 extern "C" __global__ void moe_scatter(int* perm, int* slotRow, int* cursor, const int* offsets,
@@ -116,39 +126,8 @@ extern "C" __global__ void moe_plan_block(int* offsets, int* tileExpert, int* ti
     if (e >= 0 && e < E) atomicAdd(cnt + e, 1);
   }
   __syncthreads();
-  if (threadIdx.x < 32) {  // moe_scan_warp's scan, from shared memory
-    const int lane = threadIdx.x;
-    int off = 0, nt = 0;
-    for (int e0 = 0; e0 < E; e0 += 32) {
-      const int e = e0 + lane;
-      const int c = e < E ? cnt[e] : 0;
-      const int t = (c + BT - 1) / BT;
-      int rc = c, rt = t;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int a = __shfl_up_sync(0xffffffffu, rc, d), b = __shfl_up_sync(0xffffffffu, rt, d);
-        if (lane >= d) {
-          rc += a;
-          rt += b;
-        }
-      }
-      const int o = off + rc - c, n0 = nt + rt - t;
-      if (e < E) {
-        offsets[e] = o;
-        cur[e] = o;
-        for (int s = 0; s < t && n0 + s < maxTiles; s++) {
-          tileExpert[n0 + s] = e;
-          tileStart[n0 + s] = o + s * BT;
-        }
-      }
-      off += __shfl_sync(0xffffffffu, rc, 31);
-      nt += __shfl_sync(0xffffffffu, rt, 31);
-    }
-    if (lane == 0) {
-      offsets[E] = off;
-      *numTiles = nt < maxTiles ? nt : maxTiles;
-    }
-  }
+  if (threadIdx.x < 32)
+    warp_tile_table<true>(offsets, cur, tileExpert, tileStart, numTiles, cnt, E, BT, maxTiles);
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const int e = ids[i] - first;
