@@ -177,6 +177,11 @@ export interface Backend {
     o: MoeOptions,
   ): void;
   /**
+   * Optional: true when `moe` takes `MoeOptions.shared` (the shared expert added to out). A
+   * backend without it is never given the option; the caller runs the shared MLP itself.
+   */
+  readonly moeAddsShared?: boolean;
+  /**
    * Optional: false when `moe` on these experts at T tokens reads the device on the host (CUDA:
    * W8A8 experts at prefill sizes plan their per-expert GEMMs from the row counts), so a step
    * that runs it must not be captured into a CUDA graph. Absent: always capturable.
@@ -286,4 +291,18 @@ export interface ExpertWeights {
 export interface MoeOptions {
   readonly alpha: number;
   readonly limit: number;
+  /**
+   * The unweighted shared expert, for backends with `moeAddsShared`: out then also gets
+   * down_s · swigluOai(gateUp_s · x), with the bits of that MLP's matmul, swigluOai, matmul
+   * and an `add` of its output after the routed sum (what the caller would run).
+   */
+  readonly shared?: SharedExpertWeights;
+}
+
+/** A shared expert's weights (the model's dense MLP shape at the shared width Is). */
+export interface SharedExpertWeights {
+  /** [2·Is, D]: gate rows then up rows. */
+  readonly gateUp: Tensor;
+  /** [D, Is]. */
+  readonly down: Tensor;
 }

@@ -3,7 +3,8 @@ export type Shape = readonly number[];
 
 export function numel(shape: Shape): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  // indexed: for-of allocated an iterator where V8 did not optimise the caller (every tensor)
+  for (let i = 0; i < shape.length; i++) n *= shape[i]!;
   return n;
 }
 

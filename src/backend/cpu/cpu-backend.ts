@@ -24,6 +24,7 @@ import { normRopeCacheSteps } from '../norm-rope-cache-steps.js';
 import { fusedNormRopeCache } from './norm-rope-cache.js';
 import { writeCacheRows } from './ops/attention.js';
 import { moeRows, routerTopKRows } from './ops/moe.js';
+import { addSharedExpert, sharedExpertRows } from './shared-expert.js';
 import { ropeNeox, ropeTable, type RopeTable } from './ops/rope.js';
 import { CpuKernels, type CpuKernelsOptions } from './wasm/cpu-kernels.js';
 
@@ -55,6 +56,8 @@ interface CpuBatchMeta extends BatchMeta {
 export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
   readonly memory = 'host' as const;
+  /** `moe` adds MoeOptions.shared (in the routed experts' pool jobs: shared-expert.ts). */
+  readonly moeAddsShared: boolean = true;
   readonly kernels: CpuKernels;
   private readonly weights: KernelWeights;
   /** The bf16 KV caches (kvCacheDtype 'bf16'), or null. */
@@ -403,6 +406,8 @@ export class CpuBackend implements Backend {
     const [T, D] = x.shape as [number, number];
     const I = experts.down.shape[2]!;
     const width = ids.shape[1]!;
+    const isFp8 = (w: Tensor): boolean => this.fp8Scaling(w) !== undefined;
+    const shared = o.shared ? sharedExpertRows(o.shared, D, this.weights, isFp8) : null;
     const w8a8 = w8a8MoeApplies(
       this.fp8Scaling(experts.gateUp),
       this.fp8Scaling(experts.down),
@@ -429,7 +434,9 @@ export class CpuBackend implements Backend {
       o,
       this.kernels,
       w8a8,
+      shared,
     );
+    if (o.shared && !shared) addSharedExpert(this, out, x, o.shared, o);
   }
 
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {

@@ -64,7 +64,12 @@ export function moeBlock(
   const { backend: b, cfg } = ctx;
   const { ids, weights } = routeTokens(ctx, w, x);
   if (ctx.meta.batch.captureRoutedExperts) ctx.routedExperts[String(layer)] = b.readI32(ids);
-  b.moe(out, x, ids, weights, w.experts, { alpha: cfg.swigluAlpha, limit: cfg.swigluLimit });
+  const o = { alpha: cfg.swigluAlpha, limit: cfg.swigluLimit };
+  // the shared expert inside the backend's MoE where it takes it (the CPU: in the routed
+  // experts' thread-pool jobs, fewer jobs a layer), else as its own MLP: the same bits
+  if (w.shared && b.moeAddsShared)
+    return b.moe(out, x, ids, weights, w.experts, { ...o, shared: w.shared });
+  b.moe(out, x, ids, weights, w.experts, o);
   if (w.shared) {
     const s = ctx.output([x.shape[0]!, cfg.hiddenSize]); // [T, D]
     mlpBlock(ctx, w.shared, x, s);

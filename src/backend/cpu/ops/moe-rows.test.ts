@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ExpertWeights, MoeOptions } from '../../backend.js';
 import { packPanels, PackedPanels } from '../packed-panels.js';
 import { CpuKernels } from '../wasm/cpu-kernels.js';
-import { moeRows } from './moe.js';
+import { moeRows, type SharedExpertRows } from './moe.js';
 
 const [T, D, I, E, K] = [13, 32, 16, 5, 2];
 const opts: MoeOptions = { alpha: 1.702, limit: 7 };
@@ -74,4 +74,54 @@ describe('moeRows (experts grouped into one job per matmul)', () => {
     expect(Array.from(outs[1]!)).toEqual(Array.from(outs[0]!));
     expect(Array.from(outs[2]!)).toEqual(Array.from(outs[0]!));
   });
+});
+
+describe('moeRows with the shared expert in its jobs', () => {
+  /** moeRows alone, then the shared MLP by k.matmul, k.swiglu, k.matmul and k.add. */
+  function steps(k: CpuKernels, x: Float32Array, run: () => Float32Array, s: SharedExpertRows) {
+    const out = run();
+    const g = k.heap.f32(T * 2 * s.I);
+    k.matmul(g, x, s.gateUp, T, 2 * s.I, D);
+    const act = k.heap.f32(T * s.I);
+    k.swiglu(act, g, s.I, opts.alpha, opts.limit);
+    const y = k.heap.f32(T * D);
+    k.matmul(y, act, s.down, T, D, s.I);
+    k.add(out, out, y, D);
+    return out;
+  }
+
+  // Is = I shares one SwiGLU with the routed rows; Is ≠ I takes its own; remote-only routes
+  // leave no routed entry (R = 0), the shared expert still runs.
+  for (const [Is, remote] of [
+    [I, false],
+    [8, false],
+    [I, true],
+  ] as const) {
+    it(`equals moeRows then the shared MLP bit for bit (Is ${Is}${remote ? ', no routed entry' : ''}), at 1, 2 and 3 threads`, () => {
+      const outs = [1, 2, 3].map((threads) => {
+        const k = new CpuKernels({ threads, minParallelFlops: 0 });
+        const x = k.heap.f32(T * D);
+        x.set(values(T * D, 1));
+        const pack = (n: number, kk: number, seed: number): PackedPanels =>
+          new PackedPanels(packPanels(values(n * kk, seed), k.heap.f32(n * kk), n, kk));
+        const [gu, dn] = [pack(E * 2 * I, D, 5), pack(E * D, I, 6)];
+        const s: SharedExpertRows = { gateUp: pack(2 * Is, D, 7), down: pack(D, Is, 8), I: Is };
+        const { ids, weights } = routes();
+        if (remote) ids.fill(9);
+        const ew = { numLocalExperts: E, firstExpert: 0 } as ExpertWeights;
+        const run = (shared: SharedExpertRows | null) => (): Float32Array => {
+          const out = k.heap.f32(T * D);
+          moeRows(out, x, ids, weights, gu, dn, ew, D, I, opts, k, false, shared);
+          return out;
+        };
+        const got = run(s)();
+        expect(Array.from(got)).toEqual(Array.from(steps(k, x, run(null), s)));
+        const copy = got.slice();
+        k.close();
+        return copy;
+      });
+      expect(Array.from(outs[1]!)).toEqual(Array.from(outs[0]!));
+      expect(Array.from(outs[2]!)).toEqual(Array.from(outs[0]!));
+    });
+  }
 });

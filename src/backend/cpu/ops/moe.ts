@@ -62,6 +62,50 @@ export function routerTopKRows(
   }
 }
 
+/** A shared expert for moeRows: its weights as the kernels read them, and its width Is. */
+export interface SharedExpertRows {
+  readonly gateUp: Float32Array | Uint16Array | PackedPanels; // [2·Is, D]
+  readonly down: Float32Array | Uint16Array | PackedPanels; // [D, Is]
+  readonly I: number;
+}
+
+/** The (token, slot) entries of this rank's experts, grouped by expert in entry order. */
+interface ExpertEntries {
+  /** count[e]: expert e's first entry; count[E]: the entries R. */
+  readonly count: Int32Array;
+  /** [R] token row of each entry, in the heap. */
+  readonly tok: Int32Array;
+  /** [R] its routing weight, in the heap. */
+  readonly wt: Float32Array;
+}
+
+function groupEntries(
+  ids: Int32Array,
+  weights: Float32Array,
+  ew: ExpertWeights,
+  width: number,
+  k: CpuKernels,
+): ExpertEntries {
+  const E = ew.numLocalExperts;
+  const count = new Int32Array(E + 1);
+  for (let r = 0; r < ids.length; r++) {
+    const local = ids[r]! - ew.firstExpert;
+    if (local >= 0 && local < E) count[local + 1]!++;
+  }
+  for (let e = 0; e < E; e++) count[e + 1]! += count[e]!;
+  const tok = k.heap.i32(count[E]!);
+  const wt = k.heap.f32(count[E]!);
+  const fill = count.slice(0, E);
+  for (let r = 0; r < ids.length; r++) {
+    const local = ids[r]! - ew.firstExpert;
+    if (local < 0 || local >= E) continue;
+    const at = fill[local]!++;
+    tok[at] = Math.floor(r / width);
+    wt[at] = weights[r]!;
+  }
+  return { count, tok, wt };
+}
+
 /**
  * Routed experts: the (token, slot) entries grouped by expert (expert order, then entry
  * order) and their token rows gathered into one [R, D] block; every expert's gate|up matmul
@@ -70,6 +114,9 @@ export function routerTopKRows(
  * not depend on how rows are grouped or split, so this equals one expert at a time bit for bit.
  * `w8a8`: the gathered rows and the SwiGLU output are replaced by their W8A8 values (per row
  * and 128 inputs, tensor/fp8-activation.ts) before the GEMMs that read them.
+ * `shared`: the shared expert's GEMMs on all T rows of x join the two jobs (its SwiGLU too
+ * where Is = I: its rows follow the routed ones), and its output is added to out after the
+ * scatter-add: the bits of its own matmul, SwiGLU, matmul and add, in fewer pool jobs.
  */
 export function moeRows(
   out: Float32Array,
@@ -84,45 +131,44 @@ export function moeRows(
   o: MoeOptions,
   k: CpuKernels,
   w8a8 = false,
+  shared: SharedExpertRows | null = null,
 ): void {
-  const width = ids.length / (x.length / D);
+  const T = x.length / D;
+  const { count, tok, wt } = groupEntries(ids, weights, ew, ids.length / T, k);
   const E = ew.numLocalExperts;
-  const count = new Int32Array(E + 1);
-  for (let r = 0; r < ids.length; r++) {
-    const local = ids[r]! - ew.firstExpert;
-    if (local >= 0 && local < E) count[local + 1]!++;
-  }
-  for (let e = 0; e < E; e++) count[e + 1]! += count[e]!; // count[e]: expert e's first entry
   const R = count[E]!;
+  const [Ts, Is] = shared ? [T, shared.I] : [0, 0];
   k.zero(out);
-  if (R === 0) return;
-  const tok = k.heap.i32(R); // [R] token row of each entry
-  const wt = k.heap.f32(R); // [R] its routing weight
-  const fill = count.slice(0, E);
-  for (let r = 0; r < ids.length; r++) {
-    const local = ids[r]! - ew.firstExpert;
-    if (local < 0 || local >= E) continue;
-    const at = fill[local]!++;
-    tok[at] = Math.floor(r / width);
-    wt[at] = weights[r]!;
+  if (R === 0 && !shared) {
+    k.heap.free(tok);
+    k.heap.free(wt);
+    return;
   }
   const xs = k.heap.f32(R * D); // [R, D]
   k.gatherRows(xs, x, tok, D);
   if (w8a8) w8a8Dequantize(xs, D);
-  const gu = k.heap.f32(R * 2 * I); // [R, 2I]
-  const act = k.heap.f32(R * I); // [R, I]
-  const y = k.heap.f32(R * D); // [R, D]
+  const gu = k.heap.f32(R * 2 * I + Ts * 2 * Is); // [R, 2I] then [T, 2Is]
+  const act = k.heap.f32(R * I + Ts * Is); // [R, I] then [T, Is]
+  const y = k.heap.f32(R * D + Ts * D); // [R, D] then [T, D]
   const experts = Array.from({ length: E }, (_, e) => e).filter((e) => count[e + 1]! > count[e]!);
   const rows = (a: Float32Array, e: number, n: number): Float32Array =>
     a.subarray(count[e]! * n, count[e + 1]! * n);
+  const [guS, actS, yS] = [gu.subarray(R * 2 * I), act.subarray(R * I), y.subarray(R * D)];
   // prettier-ignore
-  k.matmuls(experts.map((e) => ({ out: rows(gu, e, 2 * I), x: rows(xs, e, D),
-    w: gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), M: count[e + 1]! - count[e]! })), 2 * I, D);
-  k.swiglu(act, gu, I, o.alpha, o.limit);
-  if (w8a8) w8a8Dequantize(act, I);
+  k.matmuls([...experts.map((e) => ({ out: rows(gu, e, 2 * I), x: rows(xs, e, D),
+    w: gateUp.subarray(e * 2 * I * D, (e + 1) * 2 * I * D), M: count[e + 1]! - count[e]! })),
+    ...(shared ? [{ out: guS, x, w: shared.gateUp, M: T, N: 2 * Is }] : [])], 2 * I, D);
+  if (Is === I || !shared) k.swiglu(act, gu, I, o.alpha, o.limit);
+  else {
+    k.swiglu(act.subarray(0, R * I), gu.subarray(0, R * 2 * I), I, o.alpha, o.limit);
+    k.swiglu(actS, guS, Is, o.alpha, o.limit);
+  }
+  if (w8a8) w8a8Dequantize(act.subarray(0, R * I), I);
   // prettier-ignore
-  k.matmuls(experts.map((e) => ({ out: rows(y, e, D), x: rows(act, e, I),
-    w: down.subarray(e * D * I, (e + 1) * D * I), M: count[e + 1]! - count[e]! })), D, I);
-  k.scatterAdd(out, y, tok, wt, D);
+  k.matmuls([...experts.map((e) => ({ out: rows(y, e, D), x: rows(act, e, I),
+    w: down.subarray(e * D * I, (e + 1) * D * I), M: count[e + 1]! - count[e]! })),
+    ...(shared ? [{ out: yS, x: actS, w: shared.down, M: T, K: Is }] : [])], D, I);
+  if (R > 0) k.scatterAdd(out, y.subarray(0, R * D), tok, wt, D);
+  if (shared) k.add(out, out, yS, D);
   for (const a of [tok, wt, xs, gu, act, y]) k.heap.free(a);
 }

@@ -97,31 +97,31 @@ export class CpuKernels {
   }
 
   /**
-   * Several matmuls of one K (the experts of a MoE layer, all [N, K]; projections of one
-   * input, each its own `j.N`) in one pool job: each is cut into chunks as its share of the
-   * job's flops asks, so threads work on different matmuls at once. Every output is what
-   * `matmul` alone computes.
+   * Several matmuls (the experts of a MoE layer, all [N, K]; projections of one input, each
+   * its own `j.N`; a shared expert beside the routed ones, its own `j.K`) in one pool job:
+   * each is cut into chunks as its share of the job's flops asks, so threads work on
+   * different matmuls at once. Every output is what `matmul` alone computes.
    */
   matmuls(list: readonly MatmulJob[], N: number, K: number): void {
     const h = this.heap;
-    const wasmOk = (j: MatmulJob): boolean =>
-      K % 4 === 0 &&
+    const wasmOk = (j: MatmulJob, k: number): boolean =>
+      k % 4 === 0 &&
       h.owns(j.out) &&
       h.owns(j.x) &&
       h.owns(j.w instanceof PackedPanels ? j.w.data : j.w);
-    const flops = list.reduce((a, j) => a + 2 * j.M * (j.N ?? N) * K, 0);
+    const flops = list.reduce((a, j) => a + 2 * j.M * (j.N ?? N) * (j.K ?? K), 0);
     const total = this.chunksFor(flops);
     const rows: Row[] = [];
     for (const j of list) {
-      const n = j.N ?? N;
+      const [n, k] = [j.N ?? N, j.K ?? K];
       if (j.M === 0) continue;
-      if (!wasmOk(j)) {
-        const wf = j.w instanceof PackedPanels ? unpackPanels(j.w, n, K) : j.w;
-        matmulF32(j.out, j.x, wf instanceof Uint16Array ? widenBf16(wf) : wf, j.M, n, K);
+      if (!wasmOk(j, k)) {
+        const wf = j.w instanceof PackedPanels ? unpackPanels(j.w, n, k) : j.w;
+        matmulF32(j.out, j.x, wf instanceof Uint16Array ? widenBf16(wf) : wf, j.M, n, k);
         continue;
       }
-      const share = Math.max(1, Math.round((total * 2 * j.M * n * K) / Math.max(1, flops)));
-      rows.push(...matmulChunks(j, n, K, share));
+      const share = Math.max(1, Math.round((total * 2 * j.M * n * k) / Math.max(1, flops)));
+      for (const r of matmulChunks(j, n, k, share)) rows.push(r);
     }
     this.run(rows, flops);
   }
@@ -354,8 +354,11 @@ export class CpuKernels {
     const n = Math.min(rows, this.chunksFor(flops));
     const chunk = Math.ceil(rows / Math.max(1, n));
     const list: Row[] = [];
-    for (let r0 = 0; r0 < rows; r0 += chunk)
-      list.push([fn, ...args(r0, Math.min(rows, r0 + chunk))]);
+    for (let r0 = 0; r0 < rows; r0 += chunk) {
+      const row = args(r0, Math.min(rows, r0 + chunk)) as unknown as Row;
+      row.unshift(fn); // not [fn, ...args]: the spread's iteration was ~20 KB of garbage a step
+      list.push(row);
+    }
     this.run(list, flops);
   }
 

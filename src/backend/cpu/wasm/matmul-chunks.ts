@@ -14,6 +14,8 @@ export interface MatmulJob {
   readonly M: number;
   /** Columns of w, where they differ from the call's N (CpuKernels.matmuls). */
   readonly N?: number;
+  /** Inputs (x's row width), where they differ from the call's K. */
+  readonly K?: number;
 }
 
 /** One matmul cut into about `n` chunks: by whole column tiles, or by rows when N is small. */

@@ -19,7 +19,13 @@ export class WasmHeap {
   private top = ALIGN; // offset 0 is never handed out
   private readonly freeLists = new Map<number, number[]>();
   private readonly sizeOf = new Map<number, number>();
-  private readonly buffers = new Set<ArrayBufferLike>([this.memory.buffer]);
+  /**
+   * `memory.buffer` since the last grow: new views are made on it, and `owns` compares with
+   * it before the set (a decode B=1 step makes ~100 views and asks `owns` ~600 times; the
+   * getter and a set lookup each cost about what the rest of a small op's JS does).
+   */
+  private buffer: ArrayBufferLike = this.memory.buffer;
+  private readonly buffers = new Set<ArrayBufferLike>([this.buffer]);
 
   /** Bytes handed out and not freed. */
   inUse = 0;
@@ -28,14 +34,14 @@ export class WasmHeap {
     const off = this.take(n * 4, scratch);
     return off === null
       ? new Float32Array(n)
-      : this.remember(new Float32Array(this.memory.buffer, off, n));
+      : new Float32Array(this.buffer, off, n);
   }
 
   i32(n: number, scratch = true): Int32Array {
     const off = this.take(n * 4, scratch);
     return off === null
       ? new Int32Array(n)
-      : this.remember(new Int32Array(this.memory.buffer, off, n));
+      : new Int32Array(this.buffer, off, n);
   }
 
   /** Half-width storage (bf16 bits). */
@@ -43,18 +49,16 @@ export class WasmHeap {
     const off = this.take(n * 2, scratch);
     return off === null
       ? new Uint16Array(n)
-      : this.remember(new Uint16Array(this.memory.buffer, off, n));
+      : new Uint16Array(this.buffer, off, n);
   }
 
-  /** V8 may hand out a new `memory.buffer` object after any grow, so every one seen is kept. */
-  private remember<T extends ArrayBufferView>(view: T): T {
-    this.buffers.add(view.buffer);
-    return view;
-  }
-
-  /** True when `a` lies in this heap (so WASM kernels can address it by `a.byteOffset`). */
+  /**
+   * True when `a` lies in this heap (so WASM kernels can address it by `a.byteOffset`). V8 may
+   * hand out a new `memory.buffer` object after any grow, so every one seen is kept.
+   */
   owns(a: ArrayBufferView): boolean {
-    return this.buffers.has(a.buffer);
+    const b = a.buffer;
+    return b === this.buffer || this.buffers.has(b);
   }
 
   /** Returns a block obtained from f32/i32 (a view of its start); other arrays are ignored. */
@@ -86,7 +90,8 @@ export class WasmHeap {
       const pages = Math.ceil((end - have) / PAGE);
       if (have / PAGE + pages > MAX_PAGES) return null;
       this.memory.grow(pages);
-      this.buffers.add(this.memory.buffer);
+      this.buffer = this.memory.buffer;
+      this.buffers.add(this.buffer);
     }
     const off = this.top;
     this.top = end;
