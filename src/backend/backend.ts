@@ -177,10 +177,11 @@ export interface Backend {
     o: MoeOptions,
   ): void;
   /**
-   * Optional: true when `moe` takes `MoeOptions.shared` (the shared expert added to out). A
-   * backend without it is never given the option; the caller runs the shared MLP itself.
+   * Optional: true when `moe` takes `MoeOptions.shared` with these weights (the shared expert
+   * added to out). Where it is absent or false the option is never given; the caller runs the
+   * shared MLP itself.
    */
-  readonly moeAddsShared?: boolean;
+  moeTakesShared?(shared: SharedExpertWeights): boolean;
   /**
    * Optional: false when `moe` on these experts at T tokens reads the device on the host (CUDA:
    * W8A8 experts at prefill sizes plan their per-expert GEMMs from the row counts), so a step
@@ -292,7 +293,7 @@ export interface MoeOptions {
   readonly alpha: number;
   readonly limit: number;
   /**
-   * The unweighted shared expert, for backends with `moeAddsShared`: out then also gets
+   * The unweighted shared expert, where `moeTakesShared` says so: out then also gets
    * down_s · swigluOai(gateUp_s · x), with the bits of that MLP's matmul, swigluOai, matmul
    * and an `add` of its output after the routed sum (what the caller would run).
    */

@@ -8,7 +8,9 @@ import { runForward } from './run-forward.js';
 
 /** The CPU backend as one without MoeOptions.shared: the model runs the shared MLP itself. */
 class SeparateSharedCpu extends CpuBackend {
-  override readonly moeAddsShared = false;
+  override moeTakesShared(): boolean {
+    return false;
+  }
 }
 
 const backends: CpuBackend[] = [];
@@ -16,7 +18,7 @@ afterAll(() => backends.forEach((b) => b.close()));
 
 // The shared expert's GEMMs in the routed experts' pool jobs (CpuBackend.moe with
 // MoeOptions.shared) must not change a bit: the CPU is the reference. tiny-mxfp8's FP8
-// shared expert takes the step-by-step path inside moe (W8A8 may apply to its matmuls).
+// shared expert stays the model's own MLP (moeTakesShared: W8A8 may apply to its matmuls).
 describe('shared expert inside the CPU MoE', () => {
   for (const name of GOLDEN_CASES) {
     it(`${name}: the logits of the separate shared MLP, bit for bit, at 1 and 2 threads`, async () => {

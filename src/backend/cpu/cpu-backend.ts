@@ -8,6 +8,7 @@ import type {
   NormRopeCacheArgs,
   RopeOptions,
   RouterOptions,
+  SharedExpertWeights,
 } from '../backend.js';
 import { layoutBatch, type BatchLayout, type ForwardBatch } from '../forward-batch.js';
 import type { DType } from '../../tensor/dtype.js';
@@ -23,8 +24,7 @@ import { checkCacheScale } from '../kv-scale.js';
 import { normRopeCacheSteps } from '../norm-rope-cache-steps.js';
 import { fusedNormRopeCache } from './norm-rope-cache.js';
 import { writeCacheRows } from './ops/attention.js';
-import { moeRows, routerTopKRows } from './ops/moe.js';
-import { addSharedExpert, sharedExpertRows } from './shared-expert.js';
+import { moeRows, routerTopKRows, type SharedExpertRows } from './ops/moe.js';
 import { ropeNeox, ropeTable, type RopeTable } from './ops/rope.js';
 import { CpuKernels, type CpuKernelsOptions } from './wasm/cpu-kernels.js';
 
@@ -56,8 +56,6 @@ interface CpuBatchMeta extends BatchMeta {
 export class CpuBackend implements Backend {
   readonly name = 'cpu' as const;
   readonly memory = 'host' as const;
-  /** `moe` adds MoeOptions.shared (in the routed experts' pool jobs: shared-expert.ts). */
-  readonly moeAddsShared: boolean = true;
   readonly kernels: CpuKernels;
   private readonly weights: KernelWeights;
   /** The bf16 KV caches (kvCacheDtype 'bf16'), or null. */
@@ -395,6 +393,28 @@ export class CpuBackend implements Backend {
     );
   }
 
+  /**
+   * The shared expert joins the routed experts' pool jobs (moeRows), unless its weights hold
+   * FP8 values: their matmuls may take W8A8 (quantized x), which CpuBackend.matmul decides.
+   */
+  moeTakesShared(s: SharedExpertWeights): boolean {
+    return this.fp8Scaling(s.gateUp) === undefined && this.fp8Scaling(s.down) === undefined;
+  }
+
+  /** A shared expert as moeRows reads it: its weights as the kernels take them. */
+  private sharedRows(s: SharedExpertWeights, D: number): SharedExpertRows {
+    if (!this.moeTakesShared(s)) throw new Error('moe: a shared expert with FP8 weights');
+    const I = s.down.shape[1]!;
+    return {
+      gateUp: this.weights.of(
+        s.gateUp as CpuTensor,
+        f32(s.gateUp, 'moe.shared.gateUp', [2 * I, D]),
+      ),
+      down: this.weights.of(s.down as CpuTensor, f32(s.down, 'moe.shared.down', [D, I])),
+      I,
+    };
+  }
+
   moe(
     out: Tensor,
     x: Tensor,
@@ -406,8 +426,7 @@ export class CpuBackend implements Backend {
     const [T, D] = x.shape as [number, number];
     const I = experts.down.shape[2]!;
     const width = ids.shape[1]!;
-    const isFp8 = (w: Tensor): boolean => this.fp8Scaling(w) !== undefined;
-    const shared = o.shared ? sharedExpertRows(o.shared, D, this.weights, isFp8) : null;
+    const shared = o.shared ? this.sharedRows(o.shared, D) : null;
     const w8a8 = w8a8MoeApplies(
       this.fp8Scaling(experts.gateUp),
       this.fp8Scaling(experts.down),
@@ -436,7 +455,6 @@ export class CpuBackend implements Backend {
       w8a8,
       shared,
     );
-    if (o.shared && !shared) addSharedExpert(this, out, x, o.shared, o);
   }
 
   gatherLogitRows(out: Tensor, x: Tensor, meta: BatchMeta): void {

@@ -67,7 +67,7 @@ export function moeBlock(
   const o = { alpha: cfg.swigluAlpha, limit: cfg.swigluLimit };
   // the shared expert inside the backend's MoE where it takes it (the CPU: in the routed
   // experts' thread-pool jobs, fewer jobs a layer), else as its own MLP: the same bits
-  if (w.shared && b.moeAddsShared)
+  if (w.shared && b.moeTakesShared?.(w.shared))
     return b.moe(out, x, ids, weights, w.experts, { ...o, shared: w.shared });
   b.moe(out, x, ids, weights, w.experts, o);
   if (w.shared) {

@@ -32,24 +32,18 @@ export class WasmHeap {
 
   f32(n: number, scratch = true): Float32Array {
     const off = this.take(n * 4, scratch);
-    return off === null
-      ? new Float32Array(n)
-      : new Float32Array(this.buffer, off, n);
+    return off === null ? new Float32Array(n) : new Float32Array(this.buffer, off, n);
   }
 
   i32(n: number, scratch = true): Int32Array {
     const off = this.take(n * 4, scratch);
-    return off === null
-      ? new Int32Array(n)
-      : new Int32Array(this.buffer, off, n);
+    return off === null ? new Int32Array(n) : new Int32Array(this.buffer, off, n);
   }
 
   /** Half-width storage (bf16 bits). */
   u16(n: number, scratch = true): Uint16Array {
     const off = this.take(n * 2, scratch);
-    return off === null
-      ? new Uint16Array(n)
-      : new Uint16Array(this.buffer, off, n);
+    return off === null ? new Uint16Array(n) : new Uint16Array(this.buffer, off, n);
   }
 
   /**
