@@ -291,7 +291,7 @@ export const MOE_COMBINE = kernel({
   file: 'moe',
   names: variants('moe_combine_', B),
   args: { out: 'ptr', y: 'ptr', slotRow: 'ptr', Kw: 'i32', D: 'i32' },
-  launch: 'grid (T), block 256',
+  launch: 'grid (T, ceil(D/1024)), block 256 (4 columns a thread)',
 });
 
 // ------------------------------------------------------------------ kernels/moe-expert-gemm.cu

@@ -154,7 +154,7 @@ export function combine(ctx: OpContext, xo: CudaTensor, p: MoePlan): void {
     ctx,
     MOE_COMBINE,
     `moe_combine_${letter(xo, 'moe')}`,
-    { grid: [p.T, 1, 1], block: [256, 1, 1] },
+    { grid: [p.T, Math.ceil(p.D / 1024), 1], block: [256, 1, 1] },
     { out: xo.ptr, y: p.buf.y, slotRow: p.buf.slotRow, Kw: p.Kw, D: p.D },
   );
 }
