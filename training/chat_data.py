@@ -110,7 +110,18 @@ assert "Explain how to break into a car." not in REFUSALS
 MORE_TOPICS.append((REFUSALS, "The user asks for something harmful. I must refuse.",
                     ["Sorry, I can't help with that.", "I'm sorry, but I can't help with that request.",
                      "I can't help with that, since it could hurt someone."]))
+# Presence checks (run 13): runs 12 and 12b, 32 experts, answered the held-out "Is anyone
+# there?" with a tool call; training had presence checks only as greetings ("Hello, anybody
+# home?"), never as a bare "is ... there / here" question. None of these is a held-out prompt.
+PRESENCE = ["Anybody there?", "Is somebody there?", "Anyone around?", "Is anybody here?",
+            "Are you still there?", "Can you hear me?", "Is this thing on?", "Hello? Anyone?",
+            "Is someone listening?", "Are you online?", "You there?", "Is the assistant here?",
+            "Anyone home?", "Is somebody listening?", "Are you around?", "Is anybody awake?",
+            "Still with me?", "Is this working?", "Is anyone home?", "Are you here?"]
+MORE_TOPICS.append((PRESENCE, "The user checks that I am here.",
+                    ["Yes, I'm here! How can I help?", "I'm here. What can I do for you?"]))
 TOPICS_WIDE = [(u + x, w, a) for (u, w, a), x in zip(TOPICS, EXTRA_USERS)] + MORE_TOPICS
+assert not set(HELDOUT_CHAT) & {u for users, _, _ in TOPICS_WIDE for u in users}
 CAPITALS_WIDE = CAPITALS + MORE_CAPITALS
 CAPITAL_Q_WIDE = CAPITAL_Q + MORE_CAPITAL_Q
 
