@@ -1,8 +1,8 @@
 import type { BatchLayout, ForwardBatch } from '../../forward-batch.js';
 import type { PagedAttentionArgs } from '../ops/attention.js';
+import type { JobRows } from './job-rows.js';
+import { KERNEL } from './kernel-instances.js';
 import type { HeapScratch, StepTables } from './step-tables.js';
-
-type Row = [string, ...number[]];
 
 /**
  * Flops a byte of KV (or index key) cache rows counts for in the work of attention and MSA
@@ -37,15 +37,16 @@ export interface AttentionSetup {
 }
 
 /**
- * The pool job of one paged attention call: its chunks (attention.wat `attention` rows) and
- * its work, flops plus FLOPS_PER_CACHE_BYTE for each byte of K and V rows read.
+ * The pool job of one paged attention call: its chunks (attention.wat `attention` rows) added
+ * to `job`; returns its work, flops plus FLOPS_PER_CACHE_BYTE for each byte of K and V rows read.
  */
 export function attentionJob(
+  job: JobRows,
   a: PagedAttentionArgs,
   batch: ForwardBatch,
   layout: BatchLayout,
   s: AttentionSetup,
-): { rows: Row[]; work: number } {
+): number {
   const S = batch.pageSize;
   const T = layout.numTokens;
   const maxPos = s.tables.maxPos;
@@ -64,16 +65,15 @@ export function attentionJob(
   const kvBytes = s.kv16 ? 4 : 8; // K and V bytes per cached element
   const touch = cacheBytes(batch, kvBytes * a.numKvHeads * a.headDim) >= s.touchMinBytes ? 1 : 0;
   const [fn, k, v] = s.kv16
-    ? ['attention_kv16', s.kv16.k.byteOffset, s.kv16.v.byteOffset]
-    : ['attention', a.k.byteOffset, a.v.byteOffset];
-  const rows: Row[] = [];
+    ? [KERNEL.attention_kv16, s.kv16.k.byteOffset, s.kv16.v.byteOffset]
+    : [KERNEL.attention, a.k.byteOffset, a.v.byteOffset];
   for (let i = 0; i < n; i++) {
     const sc = s.scratch[i]!.f32(blistLen + 2 * keysLen); // blist, then two heads' scores
     const sp = sc.byteOffset + blistLen * 4;
     // prettier-ignore
-    rows.push([fn, a.out.byteOffset, a.q.byteOffset, k, v,
+    job.add(fn, a.out.byteOffset, a.q.byteOffset, k, v,
       s.tables.metaPtr, a.blocks ? a.blocks.byteOffset : 0, T, i, units, n,
-      a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, sc.byteOffset, sp, sp + keysLen * 4, gpu, touch]);
+      a.numHeads, a.numKvHeads, a.headDim, S, a.topk, a.scale, sc.byteOffset, sp, sp + keysLen * 4, gpu, touch);
   }
-  return { rows, work };
+  return work;
 }

@@ -11,9 +11,10 @@ import { PackedPanels, unpackPanels } from '../packed-panels.js';
 import { attentionJob, FLOPS_PER_CACHE_BYTE } from './attention-chunks.js';
 import { kernelThresholds, type CpuKernelsOptions } from './cpu-kernels-options.js';
 import { fusedMultiplyAdd } from './fused-multiply-add.js';
-import { instantiateKernels, KERNEL_EXPORTS, type KernelName } from './kernel-instances.js';
+import type { JobRows } from './job-rows.js';
+import { instantiateKernels, KERNEL, KERNEL_EXPORTS } from './kernel-instances.js';
 import { matmulChunks, type MatmulJob } from './matmul-chunks.js';
-import { msaJobs } from './msa-chunks.js';
+import { msaJob, msaPick } from './msa-chunks.js';
 import type { NormRopeRows } from './norm-rope-rows.js';
 import { HeapRopeTable } from './heap-rope-table.js';
 import { HeapScratch, StepTables } from './step-tables.js';
@@ -23,8 +24,6 @@ import { WasmHeap } from './wasm-heap.js';
 
 export type { CpuKernelsOptions } from './cpu-kernels-options.js';
 export type { NormRopeRows } from './norm-rope-rows.js';
-
-type Row = [string, ...number[]];
 
 const CHUNKS_PER_THREAD = 4;
 
@@ -111,7 +110,7 @@ export class CpuKernels {
       h.owns(j.w instanceof PackedPanels ? j.w.data : j.w);
     const flops = list.reduce((a, j) => a + 2 * j.M * (j.N ?? N) * (j.K ?? K), 0);
     const total = this.chunksFor(flops);
-    const rows: Row[] = [];
+    const job = this.pool.job();
     for (const j of list) {
       const [n, k] = [j.N ?? N, j.K ?? K];
       if (j.M === 0) continue;
@@ -121,9 +120,9 @@ export class CpuKernels {
         continue;
       }
       const share = Math.max(1, Math.round((total * 2 * j.M * n * k) / Math.max(1, flops)));
-      for (const r of matmulChunks(j, n, k, share)) rows.push(r);
+      matmulChunks(job, j, n, k, share);
     }
-    this.run(rows, flops);
+    this.run(job, flops);
   }
 
   /**
@@ -145,8 +144,16 @@ export class CpuKernels {
   ): void {
     if (!this.rowsInHeap([cache, x], width)) return writeCacheRows(cache, x, layout.slots, width);
     this.tables.fill(batch, layout);
-    // prettier-ignore
-    this.pool.run([['scatter_rows', cache.byteOffset, x.byteOffset, this.tables.slotsPtr, layout.numTokens, 4 * width]], false);
+    const job = this.pool.job();
+    job.add(
+      KERNEL.scatter_rows,
+      cache.byteOffset,
+      x.byteOffset,
+      this.tables.slotsPtr,
+      layout.numTokens,
+      4 * width,
+    );
+    this.pool.run(job, false);
   }
 
   /**
@@ -181,8 +188,8 @@ export class CpuKernels {
     // per element of a head: the norm's ~5 flops, RoPE's ~3; the cache rows' copies
     const perToken = 8 * (Hq + Hk) * Dh + 2 * Hk * Dh;
     // prettier-ignore
-    this.byRows('norm_rope_cache', layout.numTokens, perToken, (t0, t1) =>
-      [q, k, v, qw, kw, kc, vc, slots, cos, sin, t0, t1, Hq, Hk, Dh, half, a.eps]);
+    this.byRows(layout.numTokens, perToken, (job, t0, t1) =>
+      job.add(KERNEL.norm_rope_cache, q, k, v, qw, kw, kc, vc, slots, cos, sin, t0, t1, Hq, Hk, Dh, half, a.eps));
     return true;
   }
 
@@ -201,7 +208,9 @@ export class CpuKernels {
     if (!this.rowsInHeap([data], width) || (copy && !this.heap.owns(copy))) return false;
     this.tables.fill(batch, layout);
     const [d, c, n] = [data.byteOffset, copy ? copy.byteOffset : 0, layout.numTokens];
-    this.pool.run([['round_bf16_rows', d, c, this.tables.slotsPtr, n, 4 * width]], false);
+    const job = this.pool.job();
+    job.add(KERNEL.round_bf16_rows, d, c, this.tables.slotsPtr, n, 4 * width);
+    this.pool.run(job, false);
     return true;
   }
 
@@ -211,8 +220,16 @@ export class CpuKernels {
       rows.forEach((r, i) => dst.set(src.subarray(r * width, r * width + width), i * width));
       return;
     }
-    // prettier-ignore
-    this.pool.run([['gather_rows', dst.byteOffset, src.byteOffset, rows.byteOffset, rows.length, 4 * width]], false);
+    const job = this.pool.job();
+    job.add(
+      KERNEL.gather_rows,
+      dst.byteOffset,
+      src.byteOffset,
+      rows.byteOffset,
+      rows.length,
+      4 * width,
+    );
+    this.pool.run(job, false);
   }
 
   /**
@@ -234,8 +251,10 @@ export class CpuKernels {
       });
       return;
     }
+    const job = this.pool.job();
     // prettier-ignore
-    this.pool.run([['scatter_add', out.byteOffset, y.byteOffset, rows.byteOffset, w.byteOffset, rows.length, 4 * width]], false);
+    job.add(KERNEL.scatter_add, out.byteOffset, y.byteOffset, rows.byteOffset, w.byteOffset, rows.length, 4 * width);
+    this.pool.run(job, false);
   }
 
   /**
@@ -255,14 +274,15 @@ export class CpuKernels {
       return;
     }
     this.tables.fill(batch, layout);
-    const { rows, work } = attentionJob(a, batch, layout, {
+    const job = this.pool.job();
+    const work = attentionJob(job, a, batch, layout, {
       tables: this.tables,
       scratch: this.scratch,
       chunksFor: (w) => this.chunksFor(w),
       touchMinBytes: this.touchMinBytes,
       kv16: kv16 && h.owns(kv16.k) && h.owns(kv16.v) ? kv16 : null,
     });
-    this.run(rows, work);
+    this.run(job, work);
   }
 
   /**
@@ -291,11 +311,15 @@ export class CpuKernels {
     const work = (2 * o.numIndexHeads + FLOPS_PER_CACHE_BYTE * 4) * o.indexDim * keys;
     const k16 = idxK16 && h.owns(idxK16) ? idxK16 : null;
     // prettier-ignore
-    const jobs = msaJobs({ out: out.byteOffset, q: idxQ.byteOffset, k: (k16 ?? idxK).byteOffset,
-      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o, kv16: k16 !== null },
-      this.chunksFor(work), this.scratch, this.msaScores);
-    // the follow-up job (one msa_pick) runs on the caller
-    jobs.forEach((rows, i) => this.run(rows, i === 0 ? work : 0));
+    const j = { out: out.byteOffset, q: idxQ.byteOffset, k: (k16 ?? idxK).byteOffset,
+      meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o, kv16: k16 !== null };
+    const first = this.pool.job();
+    const pick = msaJob(first, j, this.chunksFor(work), this.scratch, this.msaScores);
+    this.run(first, work);
+    if (!pick) return;
+    const job = this.pool.job(); // one msa_pick, on the caller
+    msaPick(job, j, this.scratch, this.msaScores);
+    this.run(job, 0);
   }
 
   /** Gemma RMSNorm over rows of w.length (out may be x); see Backend.rmsNorm. */
@@ -303,7 +327,9 @@ export class CpuKernels {
     const n = w.length;
     if (!this.rowsInHeap([out, x, w], n)) return rmsNormRows(out, x, w, eps);
     const [o, xp, wp] = [out.byteOffset, x.byteOffset, w.byteOffset];
-    this.byRows('rms_norm', x.length / n, 4 * n, (r0, r1) => [o, xp, wp, r0, r1, n, eps]);
+    this.byRows(x.length / n, 4 * n, (job, r0, r1) =>
+      job.add(KERNEL.rms_norm, o, xp, wp, r0, r1, n, eps),
+    );
   }
 
   /** residual += x, then out = RMSNorm(residual); see Backend.addRmsNorm. */
@@ -317,7 +343,8 @@ export class CpuKernels {
     const n = w.length;
     if (!this.rowsInHeap([out, residual, x, w], n)) return addRmsNormRows(out, residual, x, w, eps);
     const [o, rp, xp, wp] = [out.byteOffset, residual.byteOffset, x.byteOffset, w.byteOffset];
-    this.byRows('add_rms_norm', x.length / n, 5 * n, (r0, r1) => [o, rp, xp, wp, r0, r1, n, eps]);
+    // prettier-ignore
+    this.byRows(x.length / n, 5 * n, (job, r0, r1) => job.add(KERNEL.add_rms_norm, o, rp, xp, wp, r0, r1, n, eps));
   }
 
   /** out = a + b, elementwise over rows of `width` values. */
@@ -327,7 +354,9 @@ export class CpuKernels {
       return;
     }
     const [o, ap, bp] = [out.byteOffset, a.byteOffset, b.byteOffset];
-    this.byRows('add', a.length / width, width, (r0, r1) => [o, ap, bp, r0, r1, width]);
+    this.byRows(a.length / width, width, (job, r0, r1) =>
+      job.add(KERNEL.add, o, ap, bp, r0, r1, width),
+    );
   }
 
   /** SwiGLU-OAI, gu [M, 2I] → out [M, I]; see Backend.swigluOai. */
@@ -335,7 +364,8 @@ export class CpuKernels {
     if (!this.rowsInHeap([out, gu], I)) return swigluOaiRows(out, gu, I, alpha, limit);
     const [o, g] = [out.byteOffset, gu.byteOffset];
     // an exp and a division an element: measured ~4 ns (~200 flops of matmul time), counted 100
-    this.byRows('swiglu', out.length / I, 100 * I, (r0, r1) => [o, g, r0, r1, I, alpha, limit]);
+    // prettier-ignore
+    this.byRows(out.length / I, 100 * I, (job, r0, r1) => job.add(KERNEL.swiglu, o, g, r0, r1, I, alpha, limit));
   }
 
   /** Whether the row kernels can run: all operands in the heap, rows of whole vectors. */
@@ -343,23 +373,18 @@ export class CpuKernels {
     return width % 4 === 0 && arrays.every((a) => this.heap.owns(a));
   }
 
-  /** One row kernel over `rows` rows, cut into chunks of consecutive rows. */
+  /** One row kernel over `rows` rows, cut into chunks of consecutive rows (`add`s a chunk). */
   private byRows(
-    fn: KernelName,
     rows: number,
     flopsPerRow: number,
-    args: (r0: number, r1: number) => number[],
+    add: (job: JobRows, r0: number, r1: number) => void,
   ): void {
     const flops = rows * flopsPerRow;
     const n = Math.min(rows, this.chunksFor(flops));
     const chunk = Math.ceil(rows / Math.max(1, n));
-    const list: Row[] = [];
-    for (let r0 = 0; r0 < rows; r0 += chunk) {
-      const row = args(r0, Math.min(rows, r0 + chunk)) as unknown as Row;
-      row.unshift(fn); // not [fn, ...args]: the spread's iteration was ~20 KB of garbage a step
-      list.push(row);
-    }
-    this.run(list, flops);
+    const job = this.pool.job();
+    for (let r0 = 0; r0 < rows; r0 += chunk) add(job, r0, Math.min(rows, r0 + chunk));
+    this.run(job, flops);
   }
 
   /**
@@ -368,12 +393,12 @@ export class CpuKernels {
    * even when workers are awake (a worker spinning after a large job would otherwise take
    * every small job posted within its spin window, a handoff each).
    */
-  private run(rows: readonly Row[], flops: number): void {
-    if (rows.length <= 1 || this.threads === 1) return this.pool.run(rows, false);
-    if (flops < this.minWakeFlops) return this.pool.run(rows, false, true);
+  private run(job: JobRows, flops: number): void {
+    if (job.length <= 1 || this.threads === 1) return this.pool.run(job, false);
+    if (flops < this.minWakeFlops) return this.pool.run(job, false, true);
     const threaded = this.mode.threaded;
     const t0 = performance.now();
-    this.pool.run(rows, threaded, !threaded);
+    this.pool.run(job, threaded, !threaded);
     this.mode.record(flops, performance.now() - t0);
   }
 

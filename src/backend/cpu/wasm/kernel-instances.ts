@@ -21,6 +21,12 @@ export const KERNEL_EXPORTS = ['matmul', 'matmul_bf16', 'matmul_packed', 'matmul
   'norm_rope_cache', 'attention_kv16', 'msa_scores_kv16', 'msa_select_kv16', 'round_bf16_rows'] as const;
 export type KernelName = (typeof KERNEL_EXPORTS)[number];
 
+/** KERNEL_EXPORTS' indices by name: what a pool job's rows hold (JobRows.add). */
+export const KERNEL = Object.fromEntries(KERNEL_EXPORTS.map((n, i) => [n, i])) as Record<
+  KernelName,
+  number
+>;
+
 /** One instance set of the kernel modules over a heap, for the calling thread. */
 export interface KernelInstances {
   /** The compiled modules (the pool's workers instantiate the same ones). */

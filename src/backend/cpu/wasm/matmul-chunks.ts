@@ -1,7 +1,7 @@
 import { panelRows } from '../ops/matmul.js';
 import { PackedPanels } from '../packed-panels.js';
-
-type Row = [string, ...number[]];
+import type { JobRows } from './job-rows.js';
+import { KERNEL } from './kernel-instances.js';
 
 /** Bytes of packed weights per cache panel (the columns one pass over x's rows reuses). */
 const PACKED_PANEL_BYTES = 128 * 1024;
@@ -18,8 +18,11 @@ export interface MatmulJob {
   readonly K?: number;
 }
 
-/** One matmul cut into about `n` chunks: by whole column tiles, or by rows when N is small. */
-export function matmulChunks(j: MatmulJob, N: number, K: number, n: number): Row[] {
+/**
+ * One matmul cut into about `n` chunks, added to `job`: by whole column tiles, or by rows when
+ * N is small.
+ */
+export function matmulChunks(job: JobRows, j: MatmulJob, N: number, K: number, n: number): void {
   const { out, x, w, M } = j;
   const wd = w instanceof PackedPanels ? w.data : w;
   const packed = w instanceof PackedPanels;
@@ -27,28 +30,26 @@ export function matmulChunks(j: MatmulJob, N: number, K: number, n: number): Row
   const bf16 = wd instanceof Uint16Array;
   const fn = packed
     ? bf16
-      ? 'matmul_packed_bf16'
-      : 'matmul_packed'
+      ? KERNEL.matmul_packed_bf16
+      : KERNEL.matmul_packed
     : bf16
-      ? 'matmul_bf16'
-      : 'matmul';
+      ? KERNEL.matmul_bf16
+      : KERNEL.matmul;
   const wb = wd.BYTES_PER_ELEMENT; // weight bytes per element
   const tile = packed ? 8 : 4; // columns of a kernel tile: chunks cut between tiles
   const P = packed ? Math.max(8, Math.floor(PACKED_PANEL_BYTES / (wb * K)) & ~7) : panelRows(K);
   const [o, xp, wp] = [out.byteOffset, x.byteOffset, wd.byteOffset];
-  const rows: Row[] = [];
   if (n > 1 && N >= 4 * tile * n) {
     const chunk = Math.ceil(N / n / tile) * tile; // column slices of whole tiles
     for (let j0 = 0; j0 < N; j0 += chunk) {
       const c = Math.min(chunk, N - j0);
-      rows.push([fn, o + 4 * j0, xp, wp + wb * j0 * K, M, c, K, P, N]);
+      job.add(fn, o + 4 * j0, xp, wp + wb * j0 * K, M, c, K, P, N);
     }
   } else {
     const chunk = Math.ceil(M / n);
     for (let i0 = 0; i0 < M; i0 += chunk) {
       const m = Math.min(chunk, M - i0);
-      rows.push([fn, o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N]);
+      job.add(fn, o + 4 * i0 * N, xp + 4 * i0 * K, wp, m, N, K, P, N);
     }
   }
-  return rows;
 }

@@ -1,7 +1,7 @@
 import type { MsaOptions } from '../../backend.js';
+import type { JobRows } from './job-rows.js';
+import { KERNEL } from './kernel-instances.js';
 import type { HeapScratch } from './step-tables.js';
-
-type Row = [string, ...number[]];
 
 /**
  * Blocks per unit when a selection is split by key ranges. Fixed, so the split never depends
@@ -25,47 +25,67 @@ export interface MsaJob {
   readonly kv16: boolean;
 }
 
+/** Blocks a token at the step's last position sees, and whether scoring is split by key ranges. */
+function shape(j: MsaJob, n: number): { maxBlocks: number; split: boolean } {
+  const maxBlocks = Math.floor(j.maxPos / j.S) + 1;
+  return { maxBlocks, split: j.T < n && maxBlocks > j.o.topk };
+}
+
 /**
- * The pool jobs of one MSA selection cut into about `n` chunks (run in order). Many tokens:
- * one job, units = tokens (msa_select scores and picks each). Fewer tokens than chunks with
- * more blocks than topk (decode): msa_scores over (token, 16-block range) units on every
- * thread into `scores`, then one msa_pick on the caller. `scratch`: one per chunk.
+ * The first pool job of one MSA selection cut into about `n` chunks, added to `job`; true when
+ * a second one (msaPick) must follow it. Many tokens: units = tokens (msa_select scores and
+ * picks each). Fewer tokens than chunks with more blocks than topk (decode): msa_scores over
+ * (token, 16-block range) units on every thread into `scores`, then msaPick's one msa_pick.
+ * `scratch`: one per chunk.
  */
-export function msaJobs(
+export function msaJob(
+  job: JobRows,
   j: MsaJob,
   n: number,
   scratch: readonly HeapScratch[],
   scores: HeapScratch,
-): Row[][] {
+): boolean {
   const { T, S, o } = j;
   const { numIndexHeads: Hi, indexDim: Di, topk } = o;
-  const maxBlocks = Math.floor(j.maxPos / S) + 1;
-  const sfx = j.kv16 ? '_kv16' : '';
-  if (T < n && maxBlocks > topk) {
+  const { maxBlocks, split } = shape(j, n);
+  if (split) {
     const parts = Math.ceil(maxBlocks / PART_BLOCKS);
     const units = T * parts;
     const m = Math.min(units, n);
     const sc = scores.f32(T * Hi * maxBlocks).byteOffset;
-    const rows: Row[] = [];
+    const fn = j.kv16 ? KERNEL.msa_scores_kv16 : KERNEL.msa_scores;
     for (let i = 0; i < m; i++) {
       // prettier-ignore
-      rows.push([`msa_scores${sfx}`, j.q, j.k, j.meta, T, i, units, m, S, Hi, Di, topk, parts, PART_BLOCKS,
-        maxBlocks, sc, scratch[i]!.f32(8).byteOffset]);
+      job.add(fn, j.q, j.k, j.meta, T, i, units, m, S, Hi, Di, topk, parts, PART_BLOCKS,
+        maxBlocks, sc, scratch[i]!.f32(8).byteOffset);
     }
-    const taken = scratch[0]!.f32(maxBlocks).byteOffset;
-    // prettier-ignore
-    return [rows, [['msa_pick', j.out, j.meta, sc, T, 0, T, 1, S, Hi, topk, o.initBlocks, o.localBlocks,
-      maxBlocks, taken]]];
+    return true;
   }
   const m = Math.min(T, n); // units = tokens: a token's index heads share one pass over its keys
-  const rows: Row[] = [];
+  const fn = j.kv16 ? KERNEL.msa_select_kv16 : KERNEL.msa_select;
   for (let i = 0; i < m; i++) {
     // Hi heads' scores, then taken (bytes), then 32 bytes for $dot4x2's sums
     const s = scratch[i]!.f32((Hi + 1) * maxBlocks + 12).byteOffset;
     const taken = s + 4 * Hi * maxBlocks;
     // prettier-ignore
-    rows.push([`msa_select${sfx}`, j.q, j.k, j.meta, j.out, T, i, T, m, S, Hi, Di, topk, o.initBlocks,
-      o.localBlocks, s, taken, taken + 4 * maxBlocks + 16]);
+    job.add(fn, j.q, j.k, j.meta, j.out, T, i, T, m, S, Hi, Di, topk, o.initBlocks,
+      o.localBlocks, s, taken, taken + 4 * maxBlocks + 16);
   }
-  return [rows];
+  return false;
+}
+
+/** The job after a split msaJob: one msa_pick of every token from `scores`, added to `job`. */
+export function msaPick(
+  job: JobRows,
+  j: MsaJob,
+  scratch: readonly HeapScratch[],
+  scores: HeapScratch,
+): void {
+  const { T, S, o } = j;
+  const { maxBlocks } = shape(j, 1);
+  const sc = scores.f32(T * o.numIndexHeads * maxBlocks).byteOffset;
+  const taken = scratch[0]!.f32(maxBlocks).byteOffset;
+  // prettier-ignore
+  job.add(KERNEL.msa_pick, j.out, j.meta, sc, T, 0, T, 1, S, o.numIndexHeads, o.topk, o.initBlocks,
+    o.localBlocks, maxBlocks, taken);
 }

@@ -1,10 +1,11 @@
 import { Worker } from 'node:worker_threads';
+import { JobRows, ROW } from './job-rows.js';
 
 /**
  * Worker threads sharing the WASM heap: the caller plus threads − 1 workers, each with its own
  * instances of the same kernel modules over the same shared memory. A job is a list of chunks,
- * each one call of a kernel export with its arguments (the caller decides what each chunk
- * computes: a fixed set of output elements). Threads claim chunks from a shared counter, so a
+ * each one call of a kernel export with its arguments (JobRows, written in place in the shared
+ * rows; the caller decides what each chunk computes: a fixed set of output elements). Threads claim chunks from a shared counter, so a
  * thread the OS has descheduled does not hold up the others (the caller takes its share);
  * which thread runs a chunk never changes what the chunk computes, so results do not depend
  * on timing or on the thread count.
@@ -32,11 +33,10 @@ const NEXT = 16; // next chunk to claim
 const NCHUNKS = 17;
 const DONE = 32;
 const ACTIVE = 33;
-const ROW = 24; // float64 slots per chunk: export index, then up to 23 arguments
 const ARGS = 24; // float64 offset of chunk 0's row (byte 192: after the three lines)
 const SPIN = 20_000; // Atomics.load polls before sleeping (about 400 µs on session 12's Xeon VM)
 const JOB_TIMEOUT_MS = 60_000;
-const CLOSED = 1 << 30; // NEXT between jobs: beyond any chunk
+const CLOSED = 1 << 30; // NEXT between jobs (while the next one's rows are written): beyond any chunk
 
 /** The most chunks one job may have. */
 export const MAX_CHUNKS = 256;
@@ -74,8 +74,8 @@ for (;;) {
   for (let k = Atomics.add(c, ${NEXT}, 1); k < Atomics.load(c, ${NCHUNKS}); k = Atomics.add(c, ${NEXT}, 1)) {
     const row = ${ARGS} + k * ${ROW};
     try {
-      const a = f.subarray(row + 1, row + ${ROW});
-      fns[f[row]](a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22]);
+      fns[f[row]](f[row + 1], f[row + 2], f[row + 3], f[row + 4], f[row + 5], f[row + 6], f[row + 7], f[row + 8], f[row + 9], f[row + 10], f[row + 11], f[row + 12],
+        f[row + 13], f[row + 14], f[row + 15], f[row + 16], f[row + 17], f[row + 18], f[row + 19], f[row + 20], f[row + 21], f[row + 22], f[row + 23]);
     } catch (e) {
       Atomics.store(c, ${FAILED}, 1);
     }
@@ -86,12 +86,11 @@ for (;;) {
 `;
 
 type KernelFn = (...args: number[]) => void;
-export type Chunk = readonly [string, ...number[]];
 
 export class ThreadPool {
   private readonly c: Int32Array;
-  private readonly f: Float64Array;
   private readonly workers: Worker[] = [];
+  private readonly rows: JobRows;
   private closed = false;
   /** A worker's start-up or uncaught error, reported by its 'error' event. */
   private broken: Error | null = null;
@@ -104,12 +103,12 @@ export class ThreadPool {
     readonly threads: number,
     memory: object,
     modules: readonly object[],
-    private readonly exportNames: readonly string[],
+    exportNames: readonly string[],
     private readonly fns: readonly KernelFn[],
   ) {
     const ctrl = new SharedArrayBuffer(8 * (ARGS + ROW * MAX_CHUNKS));
     this.c = new Int32Array(ctrl);
-    this.f = new Float64Array(ctrl);
+    this.rows = new JobRows(new Float64Array(ctrl), ARGS, MAX_CHUNKS);
     this.c[NEXT] = CLOSED;
     this.c[NCHUNKS] = 0;
     for (let index = 1; index < threads; index++) {
@@ -124,30 +123,34 @@ export class ThreadPool {
   }
 
   /**
-   * Runs every chunk (in no fixed order, on any threads) and returns when all are done. With
-   * `wake` false the chunks run on the caller when all workers sleep (a job too small to pay
-   * for waking one), with `solo` on the caller always; the chunks compute the same elements
-   * either way.
+   * The job to build next: the pool's shared rows, emptied (add its chunks, then `run` it).
+   * Called only between jobs (run returns with no worker inside one), so no worker reads the
+   * rows while they are rewritten.
    */
-  run(chunks: readonly Chunk[], wake = true, solo = false): void {
+  job(): JobRows {
+    this.rows.clear();
+    return this.rows;
+  }
+
+  /**
+   * Runs every chunk of `job` (this pool's, from `job()`; in no fixed order, on any threads)
+   * and returns when all are done. With `wake` false the chunks run on the caller when all
+   * workers sleep (a job too small to pay for waking one), with `solo` on the caller always;
+   * the chunks compute the same elements either way.
+   */
+  run(job: JobRows, wake = true, solo = false): void {
     if (this.closed) throw new Error('CPU thread pool: used after close()');
     if (this.broken)
       throw new Error(`CPU thread pool: a worker thread died: ${this.broken.message}`);
-    if (chunks.length > MAX_CHUNKS)
-      throw new Error(`CPU thread pool: ${chunks.length} chunks > ${MAX_CHUNKS}`);
+    if (job !== this.rows) throw new Error('CPU thread pool: a job from another pool');
+    const n = job.length;
     const asleep = !wake && Atomics.load(this.c, SLEEPING) === this.workers.length;
-    if (this.threads === 1 || chunks.length <= 1 || asleep || solo) {
-      for (const ch of chunks) this.call(ch);
+    if (this.threads === 1 || n <= 1 || asleep || solo) {
+      for (let k = 0; k < n; k++) job.call(k, this.fns);
       return;
     }
-    const { c, f } = this;
-    Atomics.store(c, NEXT, CLOSED); // a worker arriving late claims nothing while this is set up
-    chunks.forEach((ch, k) => {
-      const base = ARGS + k * ROW;
-      f[base] = this.exportIndex(ch[0]);
-      for (let a = 1; a < ch.length; a++) f[base + a] = ch[a] as number;
-    });
-    const n = chunks.length;
+    const { c } = this;
+    // The rows are written already; NEXT, CLOSED between jobs, opens this one last.
     Atomics.store(c, FAILED, 0);
     Atomics.store(c, DONE, 0);
     Atomics.store(c, NCHUNKS, n);
@@ -157,35 +160,18 @@ export class ThreadPool {
     let error: unknown = null;
     for (let k = Atomics.add(c, NEXT, 1); k < n; k = Atomics.add(c, NEXT, 1)) {
       try {
-        this.call(chunks[k]!);
+        job.call(k, this.fns);
       } catch (e) {
         error ??= e;
       }
       Atomics.add(c, DONE, 1);
     }
     this.waitFor(DONE, n);
-    this.waitFor(ACTIVE, 0); // no worker still inside: the arguments may be rewritten
+    this.waitFor(ACTIVE, 0); // no worker still inside: the rows may be rewritten
+    Atomics.store(c, NEXT, CLOSED); // a worker arriving late claims nothing while the next is built
     if (error) throw error;
     if (Atomics.load(c, FAILED) !== 0)
       throw new Error('CPU thread pool: a kernel failed on a worker thread');
-  }
-
-  /**
-   * One chunk on this thread. Its arguments by index, as the workers pass their row's 23
-   * slots (a kernel ignores those past its own, here undefined): `slice` and a spread made
-   * ~18 KB of garbage a decode B=1 step, its ~90 chunks each a new array.
-   */
-  private call(ch: Chunk): void {
-    const a = ch as unknown as readonly number[];
-    // prettier-ignore
-    this.fns[this.exportIndex(ch[0])]!(a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, a[8]!, a[9]!, a[10]!, a[11]!,
-      a[12]!, a[13]!, a[14]!, a[15]!, a[16]!, a[17]!, a[18]!, a[19]!, a[20]!, a[21]!, a[22]!, a[23]!);
-  }
-
-  private exportIndex(name: string): number {
-    const i = this.exportNames.indexOf(name);
-    if (i < 0) throw new Error(`CPU thread pool: no kernel export ${name}`);
-    return i;
   }
 
   private waitFor(slot: number, value: number): void {

@@ -18,6 +18,12 @@ export class WasmHeap {
   readonly memory: WasmMemory = new wasm.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
   private top = ALIGN; // offset 0 is never handed out
   private readonly freeLists = new Map<number, number[]>();
+  /**
+   * Every block's size by offset, negated while it is free: a block taken again or freed
+   * updates its entry in place. Deleting on free and adding on take (as until session 16)
+   * churned the map, ~90 deletes and adds a decode B=1 step, which V8 pays by rebuilding its
+   * table now and then (~5 KB of garbage a step).
+   */
   private readonly sizeOf = new Map<number, number>();
   /**
    * `memory.buffer` since the last grow: new views are made on it, and `owns` compares with
@@ -59,12 +65,12 @@ export class WasmHeap {
   free(a: ArrayBufferView): void {
     if (!this.owns(a)) return;
     const size = this.sizeOf.get(a.byteOffset);
-    if (size === undefined) return;
-    this.sizeOf.delete(a.byteOffset);
+    if (size === undefined || size < 0) return; // not a block's start, or freed already
+    this.sizeOf.set(a.byteOffset, -size);
     this.inUse -= size;
-    const list = this.freeLists.get(size) ?? [];
-    list.push(a.byteOffset);
-    this.freeLists.set(size, list);
+    const list = this.freeLists.get(size);
+    if (list) list.push(a.byteOffset);
+    else this.freeLists.set(size, [a.byteOffset]);
   }
 
   private take(bytes: number, scratch: boolean): number | null {

@@ -166,6 +166,23 @@ describe('WasmHeap', () => {
     expect(k.heap.inUse).toBe(sizeClass(4000));
   });
 
+  it('ignores a second free of a block and views not at a block start', () => {
+    const k = new CpuKernels();
+    const a = k.heap.f32(1000);
+    const b = k.heap.f32(1000);
+    k.heap.free(a.subarray(4)); // not a block's start
+    expect(k.heap.inUse).toBe(2 * sizeClass(4000));
+    k.heap.free(a);
+    k.heap.free(a); // freed already: not listed twice
+    expect(k.heap.inUse).toBe(sizeClass(4000));
+    const c = k.heap.f32(1000);
+    const d = k.heap.f32(1000);
+    expect(c.byteOffset).toBe(a.byteOffset);
+    expect([a.byteOffset, b.byteOffset]).not.toContain(d.byteOffset); // a new block
+    k.heap.free(c); // taken again: freed again
+    expect(k.heap.inUse).toBe(2 * sizeClass(4000));
+  });
+
   it('keeps earlier views valid when the memory grows', () => {
     const k = new CpuKernels();
     const a = k.heap.f32(16, false);

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { layoutBatch, type ForwardBatch } from '../../forward-batch.js';
 import { CpuKernels } from './cpu-kernels.js';
+import { KERNEL } from './kernel-instances.js';
+import type { ThreadPool } from './thread-pool.js';
 
 function filled(k: CpuKernels, n: number, seed: number): Float32Array {
   const a = k.heap.f32(n);
@@ -80,13 +82,11 @@ describe('CPU kernels on worker threads', () => {
     const x = filled(k, 64 * 64, 1);
     const out = k.heap.f32(64 * 64);
     expect(() => k.matmul(out, x, x, 64, 64, 64)).not.toThrow();
-    const pool = (k as unknown as { pool: { run(rows: unknown[]): void } }).pool;
-    expect(() =>
-      pool.run([
-        ['matmul', out.byteOffset, x.byteOffset, x.byteOffset, 1, 4, 64, 4, 4],
-        ['matmul', bad, bad, bad, 64, 64, 64, 4, 64],
-      ]),
-    ).toThrow(/worker thread|out of bounds/); // whichever thread claimed it
+    const pool = (k as unknown as { pool: ThreadPool }).pool;
+    const job = pool.job();
+    job.add(KERNEL.matmul, out.byteOffset, x.byteOffset, x.byteOffset, 1, 4, 64, 4, 4);
+    job.add(KERNEL.matmul, bad, bad, bad, 64, 64, 64, 4, 64);
+    expect(() => pool.run(job)).toThrow(/worker thread|out of bounds/); // whichever thread claimed it
     // the pool still works after a failed job
     expect(() => k.matmul(out, x, x, 64, 64, 64)).not.toThrow();
   });
