@@ -5,10 +5,10 @@ import { JobRows, ROW } from './job-rows.js';
  * Worker threads sharing the WASM heap: the caller plus threads − 1 workers, each with its own
  * instances of the same kernel modules over the same shared memory. A job is a list of chunks,
  * each one call of a kernel export with its arguments (JobRows, written in place in the shared
- * rows; the caller decides what each chunk computes: a fixed set of output elements). Threads claim chunks from a shared counter, so a
- * thread the OS has descheduled does not hold up the others (the caller takes its share);
- * which thread runs a chunk never changes what the chunk computes, so results do not depend
- * on timing or on the thread count.
+ * rows; the caller decides what each chunk computes: a fixed set of output elements). Threads
+ * claim chunks from a shared counter, so a thread the OS has descheduled does not hold up the
+ * others (the caller takes its share); which thread runs a chunk never changes what the chunk
+ * computes, so results do not depend on timing or on the thread count.
  *
  * Synchronisation in a small SharedArrayBuffer: a generation counter wakes workers (they spin
  * briefly, then sleep in Atomics.wait); DONE counts finished chunks; ACTIVE counts workers
