@@ -70,39 +70,6 @@
         (br $next)))
     (call $hsum4 (local.get $c0) (local.get $c1) (local.get $c2) (local.get $c3)))
 
-  ;; e^x per lane for x <= 0 (Cephes expf: x = n*ln2 + r, degree-6 polynomial in r, times 2^n);
-  ;; lanes below -87 (and -inf) give exactly 0.
-  (func $exp4 (param $x v128) (result v128)
-    (local $tiny v128) (local $n v128) (local $r v128) (local $p v128)
-    (local.set $tiny (f32x4.lt (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
-    (local.set $x (f32x4.max (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
-    (local.set $n (f32x4.nearest (f32x4.mul (local.get $x)
-      (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))))
-    (local.set $r (f32x4.sub (local.get $x) (f32x4.mul (local.get $n)
-      (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375))))
-    (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $n)
-      (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
-    (local.set $p (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)))
-    ;; y = p*r^2 + r + 1
-    (local.set $p (f32x4.add
-      (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
-      (v128.const f32x4 1 1 1 1)))
-    ;; * 2^n, n in [-126, 0]: build the float's exponent field
-    (local.set $p (f32x4.mul (local.get $p)
-      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (v128.const i32x4 127 127 127 127))
-                 (i32.const 23))))
-    (v128.andnot (local.get $p) (local.get $tiny)))
-
   ;; Visible keys of block b for a query at position pos: min(S, pos - b*S + 1).
   (func $blockLen (param $b i32) (param $pos i32) (param $S i32) (result i32)
     (local $n i32)
@@ -148,8 +115,12 @@
 
   ;; In place: scores[0..n) <- e^(s - max); returns sum (vector lanes, then $hsum).
   ;; Needs 3 writable floats after scores[n - 1] (padded with -inf).
+  ;; e^x per lane for x = s - max <= 0: Cephes expf (x = n*ln2 + r, degree-6 polynomial in r,
+  ;; times 2^n); lanes below -87 (and -inf) give exactly 0. Written in the loop: a call per
+  ;; four scores cost ~2% of dense attention (spilled vectors, prologue).
   (func $softmaxExp (param $sp i32) (param $n i32) (result f32)
     (local $i i32) (local $end i32) (local $m v128) (local $mx f32) (local $sum v128) (local $p v128)
+    (local $x v128) (local $k v128) (local $r v128) (local $tiny v128)
     (local.set $end (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2)))
     (f32.store offset=0 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
     (f32.store offset=4 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
@@ -169,7 +140,38 @@
     (block $d2
       (loop $l2
         (br_if $d2 (i32.ge_u (local.get $i) (local.get $end)))
-        (local.set $p (call $exp4 (f32x4.sub (v128.load (i32.add (local.get $sp) (local.get $i))) (local.get $m))))
+        (local.set $x (f32x4.sub (v128.load (i32.add (local.get $sp) (local.get $i))) (local.get $m)))
+        (local.set $tiny (f32x4.lt (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+        ;; pmax: max(x, -87) for every x but NaN (which stays NaN), in one instruction
+        (local.set $x (f32x4.pmax (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+        (local.set $k (f32x4.nearest (f32x4.mul (local.get $x)
+          (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))))
+        (local.set $r (f32x4.sub (local.get $x) (f32x4.mul (local.get $k)
+          (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375))))
+        (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $k)
+          (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
+        (local.set $p (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)))
+        ;; y = p*r^2 + r + 1
+        (local.set $p (f32x4.add
+          (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
+          (v128.const f32x4 1 1 1 1)))
+        ;; * 2^k, k in [-126, 0]: k + 2^23 + 127 is exact and holds k + 127 in its low bits,
+        ;; shifted into the exponent field (was trunc_sat + add: V8's trunc_sat is ~8 instructions)
+        (local.set $p (v128.andnot
+          (f32x4.mul (local.get $p)
+            (i32x4.shl (f32x4.add (local.get $k) (v128.const f32x4 8388735 8388735 8388735 8388735))
+                       (i32.const 23)))
+          (local.get $tiny)))
         (v128.store (i32.add (local.get $sp) (local.get $i)) (local.get $p))
         (local.set $sum (f32x4.add (local.get $sum) (local.get $p)))
         (local.set $i (i32.add (local.get $i) (i32.const 16)))
