@@ -175,6 +175,10 @@ export function kvBf16Variant(text) {
       '(local.set $$kp (i32.add (local.get $$kp) (i32.shl (local.get $$Dk) (i32.const 2))))',
     ],
     [
+      /\(local\.set \$kp \(i32\.add \(local\.get \$kp\) \(i32\.mul \(local\.get \$Di4\) \(local\.get \$j\)\)\)\)/,
+      '(local.set $$kp (i32.add (local.get $$kp) (i32.mul (local.get $$Dk) (local.get $$j))))',
+    ],
+    [
       /\(local\.set \$kp \(i32\.add \(local\.get \$kp\) \(local\.get \$Di4\)\)\)/g,
       '(local.set $$kp (i32.add (local.get $$kp) (local.get $$Dk)))',
     ],

@@ -63,7 +63,13 @@ export function attentionJob(
   const units = (T * a.numKvHeads) / gpu;
   const n = Math.min(units, chunks);
   const kvBytes = s.kv16 ? 4 : 8; // K and V bytes per cached element
-  const touch = cacheBytes(batch, kvBytes * a.numKvHeads * a.headDim) >= s.touchMinBytes ? 1 : 0;
+  // Dense units of one KV group (a few tokens over long contexts) read without touching: at
+  // B=1-2 ctx 4,000 their rows come from L3 (the dense layer's 4-8 MB each step) and the touch
+  // pass only added loads (session 16b: 3-8% a step); sparse units and whole-row dense units
+  // (many tokens: rows from DRAM) still touch.
+  const wide = a.blocks !== null || gpu > 1;
+  const touch =
+    wide && cacheBytes(batch, kvBytes * a.numKvHeads * a.headDim) >= s.touchMinBytes ? 1 : 0;
   const [fn, k, v] = s.kv16
     ? [KERNEL.attention_kv16, s.kv16.k.byteOffset, s.kv16.v.byteOffset]
     : [KERNEL.attention, a.k.byteOffset, a.v.byteOffset];

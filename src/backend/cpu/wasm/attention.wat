@@ -70,39 +70,6 @@
         (br $next)))
     (call $hsum4 (local.get $c0) (local.get $c1) (local.get $c2) (local.get $c3)))
 
-  ;; e^x per lane for x <= 0 (Cephes expf: x = n*ln2 + r, degree-6 polynomial in r, times 2^n);
-  ;; lanes below -87 (and -inf) give exactly 0.
-  (func $exp4 (param $x v128) (result v128)
-    (local $tiny v128) (local $n v128) (local $r v128) (local $p v128)
-    (local.set $tiny (f32x4.lt (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
-    (local.set $x (f32x4.max (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
-    (local.set $n (f32x4.nearest (f32x4.mul (local.get $x)
-      (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))))
-    (local.set $r (f32x4.sub (local.get $x) (f32x4.mul (local.get $n)
-      (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375))))
-    (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $n)
-      (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
-    (local.set $p (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
-      (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)))
-    ;; y = p*r^2 + r + 1
-    (local.set $p (f32x4.add
-      (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
-      (v128.const f32x4 1 1 1 1)))
-    ;; * 2^n, n in [-126, 0]: build the float's exponent field
-    (local.set $p (f32x4.mul (local.get $p)
-      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (v128.const i32x4 127 127 127 127))
-                 (i32.const 23))))
-    (v128.andnot (local.get $p) (local.get $tiny)))
-
   ;; Visible keys of block b for a query at position pos: min(S, pos - b*S + 1).
   (func $blockLen (param $b i32) (param $pos i32) (param $S i32) (result i32)
     (local $n i32)
@@ -148,8 +115,12 @@
 
   ;; In place: scores[0..n) <- e^(s - max); returns sum (vector lanes, then $hsum).
   ;; Needs 3 writable floats after scores[n - 1] (padded with -inf).
+  ;; e^x per lane for x = s - max <= 0: Cephes expf (x = n*ln2 + r, degree-6 polynomial in r,
+  ;; times 2^n); lanes below -87 (and -inf) give exactly 0. Written in the loop: a call per
+  ;; four scores cost ~2% of dense attention (spilled vectors, prologue).
   (func $softmaxExp (param $sp i32) (param $n i32) (result f32)
     (local $i i32) (local $end i32) (local $m v128) (local $mx f32) (local $sum v128) (local $p v128)
+    (local $x v128) (local $k v128) (local $r v128) (local $tiny v128)
     (local.set $end (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2)))
     (f32.store offset=0 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
     (f32.store offset=4 (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2))) (f32.const -inf))
@@ -169,7 +140,38 @@
     (block $d2
       (loop $l2
         (br_if $d2 (i32.ge_u (local.get $i) (local.get $end)))
-        (local.set $p (call $exp4 (f32x4.sub (v128.load (i32.add (local.get $sp) (local.get $i))) (local.get $m))))
+        (local.set $x (f32x4.sub (v128.load (i32.add (local.get $sp) (local.get $i))) (local.get $m)))
+        (local.set $tiny (f32x4.lt (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+        ;; pmax: max(x, -87) for every x but NaN (which stays NaN), in one instruction
+        (local.set $x (f32x4.pmax (local.get $x) (v128.const f32x4 -87 -87 -87 -87)))
+        (local.set $k (f32x4.nearest (f32x4.mul (local.get $x)
+          (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))))
+        (local.set $r (f32x4.sub (local.get $x) (f32x4.mul (local.get $k)
+          (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375))))
+        (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $k)
+          (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
+        (local.set $p (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
+        (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r))
+          (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)))
+        ;; y = p*r^2 + r + 1
+        (local.set $p (f32x4.add
+          (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r))
+          (v128.const f32x4 1 1 1 1)))
+        ;; * 2^k, k in [-126, 0]: k + 2^23 + 127 is exact and holds k + 127 in its low bits,
+        ;; shifted into the exponent field (was trunc_sat + add: V8's trunc_sat is ~8 instructions)
+        (local.set $p (v128.andnot
+          (f32x4.mul (local.get $p)
+            (i32x4.shl (f32x4.add (local.get $k) (v128.const f32x4 8388735 8388735 8388735 8388735))
+                       (i32.const 23)))
+          (local.get $tiny)))
         (v128.store (i32.add (local.get $sp) (local.get $i)) (local.get $p))
         (local.set $sum (f32x4.add (local.get $sum) (local.get $p)))
         (local.set $i (i32.add (local.get $i) (i32.const 16)))
@@ -224,39 +226,83 @@
   ;; values, each head's arithmetic exactly that of $scores/$weighted (the same sums in the
   ;; same order), so results are the same bits as one head at a time.
 
-  ;; scale * [q0*k0..k3] at o0 and scale * [q1*k0..k3] at o1, four keys `stride` bytes apart.
-  (func $dot4x2 (param $q0 i32) (param $q1 i32) (param $kp i32) (param $stride i32) (param $n4 i32)
-      (param $o0 i32) (param $o1 i32) (param $sc v128)
+  ;; For nq quads of keys (four keys `stride` bytes apart, quads 4·stride apart) from kp:
+  ;; scale * [q0*k0..k3] at o0 and scale * [q1*k0..k3] at o1, both advancing ostep bytes a
+  ;; quad; returns the lane-wise maxima of best0 and best1 with every quad's two vectors. Each
+  ;; vector is $hsum4 of its dot's lane sums (the same shuffles, written out here), so the same
+  ;; bits as one call per quad; one call per run of quads keeps the sums in registers instead
+  ;; of spilling them across a call per quad and three per $hsum4 (measured: the per-quad calls
+  ;; cost about as much as the loop itself, which reads keys from L1 at ~40 GB/s).
+  (func $quads2 (param $q0 i32) (param $q1 i32) (param $kp i32) (param $stride i32) (param $n4 i32)
+      (param $o0 i32) (param $o1 i32) (param $ostep i32) (param $sc v128) (param $nq i32)
+      (param $best0 v128) (param $best1 v128) (result v128 v128)
     (local $i i32) (local $k1 i32) (local $k2 i32) (local $k3 i32) (local $x v128) (local $y v128)
-    (local $w v128)
+    (local $w v128) (local $s01 v128) (local $s23 v128)
     (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128)
     (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128)
-    (local.set $k1 (i32.add (local.get $kp) (local.get $stride)))
-    (local.set $k2 (i32.add (local.get $k1) (local.get $stride)))
-    (local.set $k3 (i32.add (local.get $k2) (local.get $stride)))
-    (block $done
-      (loop $next
-        (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
-        (local.set $x (v128.load (i32.add (local.get $q0) (local.get $i))))
-        (local.set $y (v128.load (i32.add (local.get $q1) (local.get $i))))
-        (local.set $w (v128.load (i32.add (local.get $kp) (local.get $i))))
-        (local.set $c0 (f32x4.add (local.get $c0) (f32x4.mul (local.get $x) (local.get $w))))
-        (local.set $d0 (f32x4.add (local.get $d0) (f32x4.mul (local.get $y) (local.get $w))))
-        (local.set $w (v128.load (i32.add (local.get $k1) (local.get $i))))
-        (local.set $c1 (f32x4.add (local.get $c1) (f32x4.mul (local.get $x) (local.get $w))))
-        (local.set $d1 (f32x4.add (local.get $d1) (f32x4.mul (local.get $y) (local.get $w))))
-        (local.set $w (v128.load (i32.add (local.get $k2) (local.get $i))))
-        (local.set $c2 (f32x4.add (local.get $c2) (f32x4.mul (local.get $x) (local.get $w))))
-        (local.set $d2 (f32x4.add (local.get $d2) (f32x4.mul (local.get $y) (local.get $w))))
-        (local.set $w (v128.load (i32.add (local.get $k3) (local.get $i))))
-        (local.set $c3 (f32x4.add (local.get $c3) (f32x4.mul (local.get $x) (local.get $w))))
-        (local.set $d3 (f32x4.add (local.get $d3) (f32x4.mul (local.get $y) (local.get $w))))
-        (local.set $i (i32.add (local.get $i) (i32.const 16)))
-        (br $next)))
-    (v128.store (local.get $o0) (f32x4.mul (local.get $sc)
-      (call $hsum4 (local.get $c0) (local.get $c1) (local.get $c2) (local.get $c3))))
-    (v128.store (local.get $o1) (f32x4.mul (local.get $sc)
-      (call $hsum4 (local.get $d0) (local.get $d1) (local.get $d2) (local.get $d3)))))
+    (block $quads_done
+      (loop $quad
+        (br_if $quads_done (i32.eqz (local.get $nq)))
+        (local.set $k1 (i32.add (local.get $kp) (local.get $stride)))
+        (local.set $k2 (i32.add (local.get $k1) (local.get $stride)))
+        (local.set $k3 (i32.add (local.get $k2) (local.get $stride)))
+        (local.set $c0 (v128.const i32x4 0 0 0 0))
+        (local.set $c1 (v128.const i32x4 0 0 0 0))
+        (local.set $c2 (v128.const i32x4 0 0 0 0))
+        (local.set $c3 (v128.const i32x4 0 0 0 0))
+        (local.set $d0 (v128.const i32x4 0 0 0 0))
+        (local.set $d1 (v128.const i32x4 0 0 0 0))
+        (local.set $d2 (v128.const i32x4 0 0 0 0))
+        (local.set $d3 (v128.const i32x4 0 0 0 0))
+        (local.set $i (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $i) (local.get $n4)))
+            (local.set $x (v128.load (i32.add (local.get $q0) (local.get $i))))
+            (local.set $y (v128.load (i32.add (local.get $q1) (local.get $i))))
+            (local.set $w (v128.load (i32.add (local.get $kp) (local.get $i))))
+            (local.set $c0 (f32x4.add (local.get $c0) (f32x4.mul (local.get $x) (local.get $w))))
+            (local.set $d0 (f32x4.add (local.get $d0) (f32x4.mul (local.get $y) (local.get $w))))
+            (local.set $w (v128.load (i32.add (local.get $k1) (local.get $i))))
+            (local.set $c1 (f32x4.add (local.get $c1) (f32x4.mul (local.get $x) (local.get $w))))
+            (local.set $d1 (f32x4.add (local.get $d1) (f32x4.mul (local.get $y) (local.get $w))))
+            (local.set $w (v128.load (i32.add (local.get $k2) (local.get $i))))
+            (local.set $c2 (f32x4.add (local.get $c2) (f32x4.mul (local.get $x) (local.get $w))))
+            (local.set $d2 (f32x4.add (local.get $d2) (f32x4.mul (local.get $y) (local.get $w))))
+            (local.set $w (v128.load (i32.add (local.get $k3) (local.get $i))))
+            (local.set $c3 (f32x4.add (local.get $c3) (f32x4.mul (local.get $x) (local.get $w))))
+            (local.set $d3 (f32x4.add (local.get $d3) (f32x4.mul (local.get $y) (local.get $w))))
+            (local.set $i (i32.add (local.get $i) (i32.const 16)))
+            (br $next)))
+        ;; $hsum4 c0..c3 into x, then d0..d3 into y
+        (local.set $s01 (f32x4.add
+          (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $c0) (local.get $c1))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $c0) (local.get $c1))))
+        (local.set $s23 (f32x4.add
+          (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $c2) (local.get $c3))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $c2) (local.get $c3))))
+        (local.set $x (f32x4.mul (local.get $sc) (f32x4.add
+          (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s01) (local.get $s23))
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s01) (local.get $s23)))))
+        (local.set $s01 (f32x4.add
+          (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d0) (local.get $d1))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d0) (local.get $d1))))
+        (local.set $s23 (f32x4.add
+          (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d2) (local.get $d3))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d2) (local.get $d3))))
+        (local.set $y (f32x4.mul (local.get $sc) (f32x4.add
+          (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s01) (local.get $s23))
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s01) (local.get $s23)))))
+        (v128.store (local.get $o0) (local.get $x))
+        (v128.store (local.get $o1) (local.get $y))
+        (local.set $best0 (f32x4.max (local.get $best0) (local.get $x)))
+        (local.set $best1 (f32x4.max (local.get $best1) (local.get $y)))
+        (local.set $o0 (i32.add (local.get $o0) (local.get $ostep)))
+        (local.set $o1 (i32.add (local.get $o1) (local.get $ostep)))
+        (local.set $kp (i32.add (local.get $k3) (local.get $stride)))
+        (local.set $nq (i32.sub (local.get $nq) (i32.const 1)))
+        (br $quad)))
+    (local.get $best0) (local.get $best1))
 
   ;; $scores for query heads q0 and q1 of one group: scores into sp0 and sp1; returns the count.
   (func $scores2 (param $q0 i32) (param $q1 i32) (param $kb i32) (param $pt i32) (param $pos i32) (param $S i32)
@@ -273,16 +319,15 @@
         (local.set $kp (i32.add (local.get $kb) (i32.mul (local.get $kvW4)
           (i32.mul (i32.load (i32.add (local.get $pt) (i32.shl (local.get $b) (i32.const 2)))) (local.get $S)))))
         (local.set $j (i32.const 0))
-        (block $quads_done
-          (loop $quad
-            (br_if $quads_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $cnt)))
-            (call $dot4x2 (local.get $q0) (local.get $q1) (local.get $kp) (local.get $kvW4) (local.get $Dh4)
-              (i32.add (local.get $sp0) (i32.shl (local.get $n) (i32.const 2)))
-              (i32.add (local.get $sp1) (i32.shl (local.get $n) (i32.const 2))) (local.get $sc))
-            (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $kvW4) (i32.const 2))))
-            (local.set $n (i32.add (local.get $n) (i32.const 4)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $quad)))
+        (local.set $j (i32.and (local.get $cnt) (i32.const -4)))
+        (call $quads2 (local.get $q0) (local.get $q1) (local.get $kp) (local.get $kvW4) (local.get $Dh4)
+          (i32.add (local.get $sp0) (i32.shl (local.get $n) (i32.const 2)))
+          (i32.add (local.get $sp1) (i32.shl (local.get $n) (i32.const 2))) (i32.const 16) (local.get $sc)
+          (i32.shr_u (local.get $cnt) (i32.const 2)) (local.get $sc) (local.get $sc))
+        (drop)
+        (drop)
+        (local.set $kp (i32.add (local.get $kp) (i32.mul (local.get $kvW4) (local.get $j))))
+        (local.set $n (i32.add (local.get $n) (local.get $j)))
         (block $ones_done
           (loop $one
             (br_if $ones_done (i32.ge_s (local.get $j) (local.get $cnt)))
@@ -550,7 +595,7 @@
 
 ;; MSA block scores of one token: out[h*nbs + b] = max over the visible keys j of block b
   ;; (b0 <= b < b1) of q_h * idxK[j], for index heads h < Hi. q [Hi*Di] at qp; idxK [P, S, Di].
-  ;; Heads go in pairs through $dot4x2 (each key vector loaded once for both; scale 1, exact),
+  ;; Heads go in pairs through $quads2 (each key vector loaded once for both; scale 1, exact),
   ;; an odd last head through $dot4: every score is the same chain of operations either way,
   ;; so a block's score does not depend on the range or the pairing that computed it.
   (func $msaScores (param $qp i32) (param $kc i32) (param $pt i32) (param $pos i32)
@@ -578,17 +623,14 @@
             (local.set $best1 (v128.const f32x4 -inf -inf -inf -inf))
             (local.set $kp (local.get $kp0))
             (local.set $j (i32.const 0))
-            (block $quads_done
-              (loop $quad
-                (br_if $quads_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $cnt)))
-                (call $dot4x2 (local.get $qh) (i32.add (local.get $qh) (local.get $Di4)) (local.get $kp)
-                  (local.get $Di4) (local.get $Di4) (local.get $tmp) (i32.add (local.get $tmp) (i32.const 16))
-                  (v128.const f32x4 1 1 1 1))
-                (local.set $best (f32x4.max (local.get $best) (v128.load (local.get $tmp))))
-                (local.set $best1 (f32x4.max (local.get $best1) (v128.load offset=16 (local.get $tmp))))
-                (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $Di4) (i32.const 2))))
-                (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                (br $quad)))
+            (local.set $j (i32.and (local.get $cnt) (i32.const -4)))
+            (call $quads2 (local.get $qh) (i32.add (local.get $qh) (local.get $Di4)) (local.get $kp)
+              (local.get $Di4) (local.get $Di4) (local.get $tmp) (i32.add (local.get $tmp) (i32.const 16))
+              (i32.const 0) (v128.const f32x4 1 1 1 1) (i32.shr_u (local.get $cnt) (i32.const 2))
+              (local.get $best) (local.get $best1))
+            (local.set $best1)
+            (local.set $best)
+            (local.set $kp (i32.add (local.get $kp) (i32.mul (local.get $Di4) (local.get $j))))
             (local.set $s (f32.max
               (f32.max (f32x4.extract_lane 0 (local.get $best)) (f32x4.extract_lane 1 (local.get $best)))
               (f32.max (f32x4.extract_lane 2 (local.get $best)) (f32x4.extract_lane 3 (local.get $best)))))

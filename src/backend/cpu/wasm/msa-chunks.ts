@@ -64,7 +64,7 @@ export function msaJob(
   const m = Math.min(T, n); // units = tokens: a token's index heads share one pass over its keys
   const fn = j.kv16 ? KERNEL.msa_select_kv16 : KERNEL.msa_select;
   for (let i = 0; i < m; i++) {
-    // Hi heads' scores, then taken (bytes), then 32 bytes for $dot4x2's sums
+    // Hi heads' scores, then taken (bytes), then 32 bytes where $quads2 writes its sums
     const s = scratch[i]!.f32((Hi + 1) * maxBlocks + 12).byteOffset;
     const taken = s + 4 * Hi * maxBlocks;
     // prettier-ignore
