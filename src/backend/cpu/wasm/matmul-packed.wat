@@ -2,7 +2,8 @@
 ;; columns: element (n, k) at (floor(n/8)·K + k)·8 + n mod 8 (so the 8 weights of one k are 32
 ;; contiguous bytes; the packed-bf16 variant, derived by scripts/assemble-wat.mjs, reads them as
 ;; 16 bytes of bf16, interleaved c0 c4 c1 c5 c2 c6 c3 c7, and widens them exactly with one
-;; shift, and two shifts that clear the low halves). N must be a multiple of 8.
+;; shift, and two shifts that clear the low halves, or in the 1-row tiles one AND with a mask).
+;; N must be a multiple of 8.
 ;; Register-blocked: 5 rows × 8 columns per tile (10 accumulators, 2 weight vectors, 1 broadcast
 ;; x value: 13 of the 16 vector registers V8 uses on x64; 6 rows spill in the bf16 variant and
 ;; halve its speed), 4×8 tiles for the rows the 5-row tiles leave, 1×8/16/32 for the last
