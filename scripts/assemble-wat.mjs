@@ -97,7 +97,8 @@ export function packedBf16Variant(text) {
  * one AND (low halves cleared by a constant mask) instead of the shift pair: these tiles have
  * registers to spare, are bound by vector instructions (3 integer ones per 8 weights beside
  * 8 multiplies and 8 adds), and ran in 0.66–0.80× the time (M = 1, N 128–3,072, K 64–256).
- * The 4- and 5-row tiles keep the shifts (with the mask they ran 1.04–1.10×). Same bits.
+ * The 4- and 5-row tiles keep the shifts (the 4-row tile with the mask ran 1.06× at M = 4–32;
+ * the 5-row one has no register for it). Same bits.
  */
 function oneRowMask(text) {
   const shifts =
