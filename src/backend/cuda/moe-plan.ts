@@ -148,13 +148,17 @@ export function permute(ctx: OpContext, p: MoePlan, ids: number, first: number):
   });
 }
 
+/** Columns one moe_combine block sums: 256 threads of 4 (moe.cu's combine). */
+const COMBINE_BLOCK = 256;
+const COMBINE_COLUMNS = 4 * COMBINE_BLOCK;
+
 /** Each token's Kw expert outputs, weighted, summed into out (moe.cu's combine). */
 export function combine(ctx: OpContext, xo: CudaTensor, p: MoePlan): void {
   launchKernel(
     ctx,
     MOE_COMBINE,
     `moe_combine_${letter(xo, 'moe')}`,
-    { grid: [p.T, Math.ceil(p.D / 1024), 1], block: [256, 1, 1] },
+    { grid: [p.T, Math.ceil(p.D / COMBINE_COLUMNS), 1], block: [COMBINE_BLOCK, 1, 1] },
     { out: xo.ptr, y: p.buf.y, slotRow: p.buf.slotRow, Kw: p.Kw, D: p.D },
   );
 }

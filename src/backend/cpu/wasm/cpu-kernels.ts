@@ -314,11 +314,11 @@ export class CpuKernels {
     const j = { out: out.byteOffset, q: idxQ.byteOffset, k: (k16 ?? idxK).byteOffset,
       meta: this.tables.metaPtr, T, S: batch.pageSize, maxPos, o, kv16: k16 !== null };
     const first = this.pool.job();
-    const pick = msaJob(first, j, this.chunksFor(work), this.scratch, this.msaScores);
+    const split = msaJob(first, j, this.chunksFor(work), this.scratch, this.msaScores);
     this.run(first, work);
-    if (!pick) return;
+    if (!split) return;
     const job = this.pool.job(); // one msa_pick, on the caller
-    msaPick(job, j, this.scratch, this.msaScores);
+    msaPick(job, j, split, this.scratch);
     this.run(job, 0);
   }
 

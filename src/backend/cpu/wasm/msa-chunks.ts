@@ -25,18 +25,18 @@ export interface MsaJob {
   readonly kv16: boolean;
 }
 
-/** Blocks a token at the step's last position sees, and whether scoring is split by key ranges. */
-function shape(j: MsaJob, n: number): { maxBlocks: number; split: boolean } {
-  const maxBlocks = Math.floor(j.maxPos / j.S) + 1;
-  return { maxBlocks, split: j.T < n && maxBlocks > j.o.topk };
+/** What a split selection's msa_pick reads: the scores msa_scores wrote, and their blocks. */
+export interface MsaScores {
+  readonly scores: number;
+  readonly maxBlocks: number;
 }
 
 /**
- * The first pool job of one MSA selection cut into about `n` chunks, added to `job`; true when
- * a second one (msaPick) must follow it. Many tokens: units = tokens (msa_select scores and
- * picks each). Fewer tokens than chunks with more blocks than topk (decode): msa_scores over
- * (token, 16-block range) units on every thread into `scores`, then msaPick's one msa_pick.
- * `scratch`: one per chunk.
+ * The first pool job of one MSA selection cut into about `n` chunks, added to `job`; where a
+ * second one (msaPick) must follow it, the scores it picks from. Many tokens: units = tokens
+ * (msa_select scores and picks each). Fewer tokens than chunks with more blocks than topk
+ * (decode): msa_scores over (token, 16-block range) units on every thread into `scores`, then
+ * msaPick's one msa_pick. `scratch`: one per chunk.
  */
 export function msaJob(
   job: JobRows,
@@ -44,11 +44,11 @@ export function msaJob(
   n: number,
   scratch: readonly HeapScratch[],
   scores: HeapScratch,
-): boolean {
+): MsaScores | null {
   const { T, S, o } = j;
   const { numIndexHeads: Hi, indexDim: Di, topk } = o;
-  const { maxBlocks, split } = shape(j, n);
-  if (split) {
+  const maxBlocks = Math.floor(j.maxPos / S) + 1;
+  if (T < n && maxBlocks > topk) {
     const parts = Math.ceil(maxBlocks / PART_BLOCKS);
     const units = T * parts;
     const m = Math.min(units, n);
@@ -59,7 +59,7 @@ export function msaJob(
       job.add(fn, j.q, j.k, j.meta, T, i, units, m, S, Hi, Di, topk, parts, PART_BLOCKS,
         maxBlocks, sc, scratch[i]!.f32(8).byteOffset);
     }
-    return true;
+    return { scores: sc, maxBlocks };
   }
   const m = Math.min(T, n); // units = tokens: a token's index heads share one pass over its keys
   const fn = j.kv16 ? KERNEL.msa_select_kv16 : KERNEL.msa_select;
@@ -71,21 +71,19 @@ export function msaJob(
     job.add(fn, j.q, j.k, j.meta, j.out, T, i, T, m, S, Hi, Di, topk, o.initBlocks,
       o.localBlocks, s, taken, taken + 4 * maxBlocks + 16);
   }
-  return false;
+  return null;
 }
 
-/** The job after a split msaJob: one msa_pick of every token from `scores`, added to `job`. */
+/** The job after a split msaJob: one msa_pick of every token from `s`, added to `job`. */
 export function msaPick(
   job: JobRows,
   j: MsaJob,
+  s: MsaScores,
   scratch: readonly HeapScratch[],
-  scores: HeapScratch,
 ): void {
   const { T, S, o } = j;
-  const { maxBlocks } = shape(j, 1);
-  const sc = scores.f32(T * o.numIndexHeads * maxBlocks).byteOffset;
-  const taken = scratch[0]!.f32(maxBlocks).byteOffset;
+  const taken = scratch[0]!.f32(s.maxBlocks).byteOffset;
   // prettier-ignore
-  job.add(KERNEL.msa_pick, j.out, j.meta, sc, T, 0, T, 1, S, o.numIndexHeads, o.topk, o.initBlocks,
-    o.localBlocks, maxBlocks, taken);
+  job.add(KERNEL.msa_pick, j.out, j.meta, s.scores, T, 0, T, 1, S, o.numIndexHeads, o.topk,
+    o.initBlocks, o.localBlocks, s.maxBlocks, taken);
 }
